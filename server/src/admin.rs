@@ -1,0 +1,61 @@
+//! Operator tasks outside the API: creating a customer (tenant) with its first administrator.
+
+use rand::RngCore;
+
+use crate::{
+    AppState, auth,
+    store::{Customer, NewCustomer, NewUser, StoreError},
+};
+
+/// A new random resource id: 64 bits, hex.
+pub fn new_id() -> String {
+    let mut bytes = [0u8; 8];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// Checks a username: 1–128 characters, no colon (it would break HTTP Basic), no control characters or
+/// surrounding spaces.
+pub fn check_username(username: &str) -> Result<(), String> {
+    if username.is_empty() || username.chars().count() > 128 {
+        return Err("A username has 1 to 128 characters.".into());
+    }
+    if username.contains(':') || username.chars().any(char::is_control) || username.trim() != username {
+        return Err("A username may not contain a colon, control characters or surrounding spaces.".into());
+    }
+    Ok(())
+}
+
+/// A local user ready to store, with its password hashed.
+pub fn local_user(username: &str, password: &str, role: auth::Role, full_name: &str) -> anyhow::Result<NewUser> {
+    Ok(NewUser {
+        id: new_id(),
+        username: username.to_string(),
+        source: "local".into(),
+        full_name: full_name.to_string(),
+        email: if username.contains('@') { username.to_string() } else { String::new() },
+        phone_number: String::new(),
+        enabled: true,
+        role: role.as_str().into(),
+        password_hash: Some(auth::hash_password(password)?),
+    })
+}
+
+/// Creates customer `name` with one administrator. Refuses an existing name, an invalid name or username, and a
+/// password that breaks the policy.
+pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &str) -> anyhow::Result<Customer> {
+    if !edge_api::paths::is_valid_customer_name(name) {
+        anyhow::bail!(
+            "invalid customer name {name:?}: use 1-63 lowercase letters, digits and '-', starting with a letter or digit"
+        );
+    }
+    check_username(admin).map_err(anyhow::Error::msg)?;
+    edge_api::check_password_policy(admin, password).map_err(anyhow::Error::msg)?;
+    let user = local_user(admin, password, auth::Role::Admin, "Administrator")?;
+    let customer = NewCustomer { name: name.into(), display_name: name.into(), contact_email: user.email.clone() };
+    match state.store.create_customer(customer, &[user], state.clock.now_ms()).await {
+        Ok(c) => Ok(c),
+        Err(StoreError::Conflict(_)) => anyhow::bail!("customer {name:?} already exists"),
+        Err(StoreError::Other(e)) => Err(e),
+    }
+}

@@ -1,0 +1,249 @@
+//! Who is calling: credentials (HTTP Basic or the `authtoken` session cookie) resolved to a user of the
+//! customer named in the path, roles, and the session rules (30 minutes idle, one day at most).
+
+use std::sync::LazyLock;
+
+use argon2::{
+    Argon2, PasswordHash, PasswordHasher, PasswordVerifier,
+    password_hash::{SaltString, rand_core::OsRng},
+};
+use axum::{
+    extract::{FromRequestParts, RawPathParams},
+    http::{HeaderMap, header, request::Parts},
+};
+use base64::Engine;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    AppState,
+    error::{AppError, AppResult},
+    store::{Customer, SessionRecord, UserRecord},
+};
+
+/// A session dies after this long without a request.
+pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
+/// A session dies this long after its creation, used or not.
+pub const SESSION_MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
+/// Requests refresh a session's last-access time in storage at most this often; PUT keep-alives always do.
+const TOUCH_EVERY_MS: i64 = 15 * 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Admin,
+    Operator,
+    Viewer,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Admin, Role::Operator, Role::Viewer];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::Operator => "operator",
+            Role::Viewer => "viewer",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub customer: Customer,
+    pub user: UserRecord,
+    pub role: Role,
+    /// The session that authenticated the request, when it came by cookie.
+    pub session: Option<SessionRecord>,
+}
+
+/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header.
+pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
+    let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
+    let value = value.to_str().map_err(|_| malformed())?;
+    let Some((scheme, encoded)) = value.split_once(' ') else { return Err(malformed()) };
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(malformed());
+    }
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
+    let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
+    Ok(Some((user.to_string(), password.to_string())))
+}
+
+/// The value of the `authtoken` cookie, if the request carries one.
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == edge_api::paths::SESSION_COOKIE)
+        .map(|(_, value)| value.to_string())
+}
+
+/// A new session id: 192 bits from the operating system's random generator, URL-safe.
+pub fn new_session_id() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// How a session id is stored: its SHA-256, so the database alone lets no one in.
+pub fn token_hash(session_id: &str) -> String {
+    hex::encode(Sha256::digest(session_id.as_bytes()))
+}
+
+/// When a session stops being valid unless used again.
+pub fn session_expiry_ms(s: &SessionRecord) -> i64 {
+    (s.last_seen_ms + SESSION_IDLE_MS).min(s.created_ms + SESSION_MAX_AGE_MS)
+}
+
+/// argon2id hash of a password, as a PHC string.
+pub fn hash_password(password: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| anyhow::anyhow!("hashing a password: {e}"))
+}
+
+/// A hash no password matches, verified when a username is unknown so that the answer takes as long as for a
+/// known one.
+static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| hash_password("not a password of anyone").unwrap_or_default());
+
+/// Checks a password against a stored hash (or against nothing, taking the same time) off the async threads.
+pub async fn verify_password(password: &str, hash: Option<&str>) -> bool {
+    let password = password.to_string();
+    let (hash, real) = match hash {
+        Some(h) => (h.to_string(), true),
+        None => (DUMMY_HASH.clone(), false),
+    };
+    tokio::task::spawn_blocking(move || {
+        let ok = PasswordHash::new(&hash)
+            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+            .unwrap_or(false);
+        ok && real
+    })
+    .await
+    .unwrap_or(false)
+}
+
+fn invalid_credentials() -> AppError {
+    AppError::Unauthorized { kind: "invalid_credentials", message: "The username or password is wrong.".into() }
+}
+
+/// The customer named in the request's path, or `None` when it does not exist.
+async fn path_customer(parts: &mut Parts, state: &AppState) -> AppResult<Option<Customer>> {
+    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
+    let name = params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string());
+    match name {
+        Some(name) => Ok(state.store.customer_by_name(&name).await.map_err(anyhow::Error::from)?),
+        None => Ok(None),
+    }
+}
+
+/// Checks a username and password against the users of `customer`. Unknown users, wrong passwords, disabled
+/// users and users whose password was reset all get the same answer, after the same work.
+pub async fn check_password_login(
+    state: &AppState,
+    customer: Option<&Customer>,
+    username: &str,
+    password: &str,
+) -> AppResult<(Customer, UserRecord)> {
+    let user = match customer {
+        Some(c) => state.store.user_by_username(c.id, username).await.map_err(anyhow::Error::from)?,
+        None => None,
+    };
+    let hash = user.as_ref().filter(|u| u.source == "local").and_then(|u| u.password_hash.as_deref());
+    let ok = verify_password(password, hash).await;
+    match (customer, user) {
+        (Some(c), Some(u)) if ok && u.enabled => Ok((c.clone(), u)),
+        _ => Err(invalid_credentials()),
+    }
+}
+
+/// Resolves a session id to its live record, deleting it when it has expired.
+pub async fn live_session(state: &AppState, session_id: &str) -> AppResult<Option<SessionRecord>> {
+    let hash = token_hash(session_id);
+    let Some(session) = state.store.session(&hash).await.map_err(anyhow::Error::from)? else { return Ok(None) };
+    let now = state.clock.now_ms();
+    if now >= session_expiry_ms(&session) {
+        state.store.delete_session(&hash).await.map_err(anyhow::Error::from)?;
+        return Ok(None);
+    }
+    Ok(Some(session))
+}
+
+/// Records a use of the session; with `force` always, otherwise at most every few seconds.
+pub async fn touch_session(state: &AppState, session: &mut SessionRecord, force: bool) -> AppResult<()> {
+    let now = state.clock.now_ms();
+    if force || now - session.last_seen_ms >= TOUCH_EVERY_MS {
+        state.store.touch_session(&session.token_hash, now).await.map_err(anyhow::Error::from)?;
+        session.last_seen_ms = session.last_seen_ms.max(now);
+    }
+    Ok(())
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(cached) = parts.extensions.get::<Caller>() {
+            return Ok(cached.clone());
+        }
+        let customer = path_customer(parts, state).await?;
+        let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
+            let (customer, user) = check_password_login(state, customer.as_ref(), &username, &password).await?;
+            let role = role_of(&user)?;
+            Caller { customer, user, role, session: None }
+        } else if let Some(session_id) = session_cookie(&parts.headers) {
+            let invalid = || AppError::Unauthorized {
+                kind: "session_invalid",
+                message: "The session has expired or was ended; log in again.".into(),
+            };
+            let mut session = live_session(state, &session_id).await?.ok_or_else(invalid)?;
+            // A session of another customer: answer as if nothing existed at this address.
+            let customer = customer.filter(|c| c.id == session.customer_id).ok_or(AppError::NotFound("resource"))?;
+            let user = state
+                .store
+                .user_by_id(customer.id, &session.user_id)
+                .await
+                .map_err(anyhow::Error::from)?
+                .filter(|u| u.enabled)
+                .ok_or_else(invalid)?;
+            touch_session(state, &mut session, false).await?;
+            let role = role_of(&user)?;
+            Caller { customer, user, role, session: Some(session) }
+        } else {
+            return Err(AppError::Unauthorized {
+                kind: "unauthorized",
+                message: "Authentication is required: HTTP Basic credentials or a session cookie.".into(),
+            });
+        };
+        parts.extensions.insert(caller.clone());
+        Ok(caller)
+    }
+}
+
+fn role_of(user: &UserRecord) -> AppResult<Role> {
+    Role::parse(&user.role).ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", user.id, user.role).into())
+}
+
+/// The customer named by the `{customer}` path segment; `None` when no such customer exists. Used where the
+/// caller is not authenticated yet (creating a session).
+pub struct PathCustomer(pub Option<Customer>);
+
+impl FromRequestParts<AppState> for PathCustomer {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(PathCustomer(path_customer(parts, state).await?))
+    }
+}

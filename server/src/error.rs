@@ -1,0 +1,140 @@
+//! The server's one error type: every failure a handler can meet, mapped to a status and the JSON error body.
+
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use edge_api::ErrorBody;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// A request the caller must change: bad parameter, invalid body, policy violation.
+    #[error("{message}")]
+    BadRequest { kind: &'static str, message: String, details: Vec<String> },
+    /// No valid credentials, or credentials that need more (a one-time password).
+    #[error("{message}")]
+    Unauthorized { kind: &'static str, message: String },
+    /// Authenticated, but the caller's role does not allow the operation.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The resource does not exist, or belongs to another customer.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{message}")]
+    Conflict { kind: &'static str, message: String },
+    #[error("{0}")]
+    PreconditionRequired(String),
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("too many requests")]
+    TooManyRequests { message: String, retry_after_secs: u64 },
+    /// Anything else: logged with its cause, answered as 500 without details.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    pub fn bad_request(kind: &'static str, message: impl Into<String>) -> Self {
+        AppError::BadRequest { kind, message: message.into(), details: Vec::new() }
+    }
+
+    pub fn invalid_parameter(message: impl Into<String>) -> Self {
+        Self::bad_request("invalid_parameter", message)
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        AppError::Unauthorized { kind: "unauthorized", message: message.into() }
+    }
+
+    /// The status and the error body this error is answered with.
+    pub fn status_and_body(&self) -> (StatusCode, ErrorBody) {
+        let (status, kind, message, details): (StatusCode, &str, String, &[String]) = match self {
+            AppError::BadRequest { kind, message, details } => {
+                (StatusCode::BAD_REQUEST, kind, message.clone(), details)
+            }
+            AppError::Unauthorized { kind, message } => (StatusCode::UNAUTHORIZED, kind, message.clone(), &[]),
+            AppError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m.clone(), &[]),
+            AppError::NotFound(what) => {
+                (StatusCode::NOT_FOUND, "not_found", format!("The {what} does not exist."), &[])
+            }
+            AppError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "This method is not allowed on this resource.".into(),
+                &[],
+            ),
+            AppError::Conflict { kind, message } => (StatusCode::CONFLICT, kind, message.clone(), &[]),
+            AppError::PreconditionRequired(m) => {
+                (StatusCode::PRECONDITION_REQUIRED, "precondition_required", m.clone(), &[])
+            }
+            AppError::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "The request body is larger than the server accepts.".into(),
+                &[],
+            ),
+            AppError::UnsupportedMediaType(m) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", m.clone(), &[])
+            }
+            AppError::TooManyRequests { message, .. } => {
+                (StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message.clone(), &[])
+            }
+            AppError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal_error",
+                "The server failed to handle the request; the failure was logged.".into(),
+                &[],
+            ),
+        };
+        (status, ErrorBody::new(kind, message).with_details(details.iter().cloned()))
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        if let AppError::Internal(cause) = &self {
+            tracing::error!(error = ?cause, "request failed");
+        }
+        let (status, body) = self.status_and_body();
+        let mut response = (status, Json(body)).into_response();
+        if let AppError::TooManyRequests { retry_after_secs, .. } = self {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
+        }
+        response
+    }
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        AppError::Internal(e.into())
+    }
+}
+
+/// The error body for a bare status, used where an error response was produced outside the handlers
+/// (router fallbacks, body limits, timeouts).
+pub fn body_for_status(status: StatusCode) -> ErrorBody {
+    let (kind, message) = match status {
+        StatusCode::NOT_FOUND => ("not_found", "No resource exists at this address."),
+        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "This method is not allowed on this resource."),
+        StatusCode::PAYLOAD_TOO_LARGE => ("payload_too_large", "The request body is larger than the server accepts."),
+        StatusCode::REQUEST_TIMEOUT => ("timeout", "The request took too long and was stopped."),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ("unsupported_media_type", "The request body has an unsupported content type.")
+        }
+        StatusCode::BAD_REQUEST => ("bad_request", "The request is malformed."),
+        StatusCode::UNAUTHORIZED => ("unauthorized", "Authentication is required."),
+        StatusCode::FORBIDDEN => ("forbidden", "You are not allowed to do this."),
+        s if s.is_server_error() => {
+            ("internal_error", "The server failed to handle the request; the failure was logged.")
+        }
+        _ => ("error", "The request failed."),
+    };
+    ErrorBody::new(kind, message)
+}

@@ -1,0 +1,190 @@
+//! Edge Console's backend: the Edge Delivery Management and Statistics API under `/{customer}/v1`, and the
+//! console's static files at `/`.
+
+pub mod admin;
+pub mod auth;
+pub mod clock;
+pub mod demo;
+pub mod error;
+pub mod extract;
+pub mod routes;
+pub mod store;
+pub mod web;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use anyhow::Context;
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, Request},
+    http::{HeaderName, HeaderValue, header},
+    middleware,
+    response::Response,
+    routing::get,
+};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tower_http::{set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trace::TraceLayer};
+
+use crate::{
+    clock::{Clock, SystemClock},
+    store::{SqliteStore, Store},
+};
+
+/// Settings fixed at start.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub static_dir: PathBuf,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// A request that takes longer is stopped and answered 408.
+    pub request_timeout: Duration,
+}
+
+impl Settings {
+    pub fn new(data_dir: impl Into<PathBuf>, static_dir: impl Into<PathBuf>) -> Self {
+        Settings {
+            data_dir: data_dir.into(),
+            static_dir: static_dir.into(),
+            max_body_bytes: 10 * 1024 * 1024,
+            request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Arc<Settings>,
+}
+
+impl AppState {
+    /// Opens the embedded store in `settings.data_dir`, with the system clock.
+    pub async fn open(settings: Settings) -> anyhow::Result<Self> {
+        Self::open_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let store = SqliteStore::open(&settings.data_dir).await?;
+        Ok(AppState { store: Arc::new(store), clock, settings: Arc::new(settings) })
+    }
+}
+
+/// The whole HTTP application: API, OpenAPI document, health check and the console's files.
+pub fn app(state: AppState) -> Router {
+    let (api, _) = routes::api().split_for_parts();
+    let openapi = Arc::new(routes::openapi_document());
+    let api = api
+        .layer(middleware::from_fn(web::json_errors))
+        .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .layer(DefaultBodyLimit::max(state.settings.max_body_bytes));
+    let timeout = state.settings.request_timeout;
+    Router::new()
+        .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
+        .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .merge(api)
+        .fallback(web::static_or_not_found)
+        .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            HeaderName::from_static("x-frame-options"),
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request| {
+                    tracing::info_span!("request", method = %req.method(), path = %web::redact_path(req.uri().path()))
+                })
+                .on_request(())
+                .on_response(|res: &Response, latency: Duration, _span: &tracing::Span| {
+                    tracing::info!(status = res.status().as_u16(), latency_ms = latency.as_secs_f64() * 1000.0);
+                })
+                .on_failure(()),
+        )
+        .with_state(state)
+}
+
+/// A running server: its address, and a way to stop it.
+pub struct Server {
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    join: JoinHandle<std::io::Result<()>>,
+    housekeeping: JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds `listen` and serves `state` until [`Server::stop`] is called.
+    pub async fn start(state: AppState, listen: SocketAddr) -> anyhow::Result<Server> {
+        let listener = TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
+        let join = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await
+        });
+        Ok(Server { addr, shutdown: Some(tx), join, housekeeping })
+    }
+
+    /// Stops accepting, lets requests in flight finish, and returns.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.housekeeping.abort();
+        self.join.await??;
+        Ok(())
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    pub async fn run_until_signal(self) -> anyhow::Result<()> {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        self.stop().await
+    }
+}
+
+/// Periodic upkeep: expired sessions are removed from storage.
+async fn housekeeping(state: AppState) {
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        let now = state.clock.now_ms();
+        match state.store.purge_sessions(now - auth::SESSION_IDLE_MS, now - auth::SESSION_MAX_AGE_MS).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "purged expired sessions"),
+            Err(e) => tracing::warn!(error = %e, "purging expired sessions failed"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,133 @@
+//! `edge-server`: serve the API and the console, or set up a customer.
+
+use std::{io::IsTerminal, net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use edge_server::{AppState, Server, Settings, admin, demo};
+use rand::{Rng, distributions::Alphanumeric};
+
+#[derive(Parser)]
+#[command(name = "edge-server", version, about = "Edge Console backend: the Edge API and the console's files")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API under /{customer}/v1 and the console at /.
+    Serve(ServeArgs),
+    /// Manage customers (tenants).
+    Customer {
+        #[command(subcommand)]
+        command: CustomerCommand,
+    },
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "EDGE_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Where state is kept (edge.db and its WAL files).
+    #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+    /// The built console (trunk's dist folder).
+    #[arg(long, env = "EDGE_STATIC_DIR", default_value = "./dist")]
+    static_dir: PathBuf,
+    /// In an empty data dir, create customer `demo` with users admin, operator and viewer; their password is
+    /// $EDGE_DEMO_PASSWORD, or a random one printed once.
+    #[arg(long)]
+    demo: bool,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, env = "EDGE_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Requests running longer are stopped (408).
+    #[arg(long, env = "EDGE_REQUEST_TIMEOUT_SECS", default_value_t = 60)]
+    request_timeout_secs: u64,
+}
+
+#[derive(Subcommand)]
+enum CustomerCommand {
+    /// Create a customer with one administrator. The password comes from $EDGE_ADMIN_PASSWORD, or is asked for.
+    Add {
+        /// Customer name: lowercase letters, digits and '-'.
+        name: String,
+        /// Username of the administrator.
+        #[arg(long)]
+        admin: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Customer { command: CustomerCommand::Add { name, admin, data_dir } } => {
+            add_customer(name, admin, data_dir).await
+        }
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let mut settings = Settings::new(&args.data_dir, &args.static_dir);
+    settings.max_body_bytes = args.max_body_bytes;
+    settings.request_timeout = Duration::from_secs(args.request_timeout_secs);
+    if !args.static_dir.join("index.html").is_file() {
+        tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
+    }
+    let state = AppState::open(settings).await?;
+    let demo_login = if args.demo { seed_demo(&state).await? } else { None };
+    let server = Server::start(state, args.listen).await?;
+    tracing::info!(addr = %server.addr, data_dir = %args.data_dir.display(), "serving");
+    println!("Edge Console: http://{}/", server.addr);
+    match demo_login {
+        Some(password) => println!(
+            "Log in with customer `{}`, user `admin` (or `operator`, `viewer`), password `{password}`",
+            demo::CUSTOMER
+        ),
+        None if args.demo => println!(
+            "The data dir already holds data, so no demo data was created; log in with the users it has \
+             (demo users keep the password they were created with)."
+        ),
+        None => {}
+    }
+    server.run_until_signal().await
+}
+
+/// Seeds the demo data when the data dir is empty; returns the password to print.
+async fn seed_demo(state: &AppState) -> anyhow::Result<Option<String>> {
+    let password = match std::env::var("EDGE_DEMO_PASSWORD") {
+        Ok(p) if !p.is_empty() => p,
+        _ => rand::thread_rng().sample_iter(&Alphanumeric).take(16).map(char::from).collect(),
+    };
+    Ok(demo::seed_if_empty(state, &password).await?.then_some(password))
+}
+
+async fn add_customer(name: String, admin: String, data_dir: PathBuf) -> anyhow::Result<()> {
+    let password = match std::env::var("EDGE_ADMIN_PASSWORD") {
+        Ok(p) if !p.is_empty() => p,
+        _ if std::io::stdin().is_terminal() => {
+            let first = rpassword::prompt_password(format!("Password for {admin}: "))?;
+            let again = rpassword::prompt_password("Again: ")?;
+            anyhow::ensure!(first == again, "the two passwords differ");
+            first
+        }
+        _ => anyhow::bail!("set EDGE_ADMIN_PASSWORD, or run on a terminal to be asked for the password"),
+    };
+    let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
+    let customer = admin::add_customer(&state, &name, &admin, &password).await?;
+    println!("Created customer `{}` with administrator `{admin}` in {}", customer.name, data_dir.display());
+    Ok(())
+}

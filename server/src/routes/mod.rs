@@ -1,0 +1,94 @@
+//! Every API route, registered once: the axum router and the OpenAPI document are built from the same
+//! registration, so the document cannot drift from the routes.
+
+mod sessions;
+
+use utoipa::{
+    Modify, OpenApi,
+    openapi::{
+        self,
+        path::{Parameter, ParameterBuilder, ParameterIn},
+        security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
+    },
+};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::AppState;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Edge Delivery Management and Statistics API",
+        description = "The API behind Edge Console. Every path is relative to `/{customer}/v1`. Non-2xx answers carry \
+                       `{\"type\", \"message\", \"details\"}` (cache purge and transactions keep their own body).",
+        version = "v1"
+    ),
+    modifiers(&Security),
+    security(("basic" = []), ("session" = [])),
+    tags(
+        (name = "sessions", description = "Log in and out; session keep-alive"),
+    )
+)]
+struct ApiDoc;
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, doc: &mut openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "basic",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build()),
+        );
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                edge_api::paths::SESSION_COOKIE,
+                "Session id from POST /sessions",
+            ))),
+        );
+    }
+}
+
+/// The API routes under `/{customer}/v1`, with their OpenAPI document.
+pub fn api() -> OpenApiRouter<AppState> {
+    let v1 = OpenApiRouter::new().merge(sessions::router());
+    OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
+}
+
+/// The OpenAPI document, with the `{customer}` path parameter declared on every operation.
+pub fn openapi_document() -> openapi::OpenApi {
+    let (_, mut doc) = api().split_for_parts();
+    add_customer_parameter(&mut doc);
+    doc
+}
+
+fn add_customer_parameter(doc: &mut openapi::OpenApi) {
+    let customer: Parameter = ParameterBuilder::new()
+        .name("customer")
+        .parameter_in(ParameterIn::Path)
+        .required(openapi::Required::True)
+        .description(Some("Customer (account) name"))
+        .schema(Some(openapi::ObjectBuilder::new().schema_type(openapi::schema::Type::String)))
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.options,
+            &mut item.trace,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let params = op.parameters.get_or_insert_with(Vec::new);
+            if !params.iter().any(|p| p.name == "customer") {
+                params.insert(0, customer.clone());
+            }
+        }
+    }
+}

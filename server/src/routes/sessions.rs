@@ -1,0 +1,247 @@
+//! Sessions: create with Basic credentials, read, keep alive, make current (sets the cookie), delete.
+
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use edge_api::{ErrorBody, Link, Session, SessionModel, paths};
+use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    AppState,
+    auth::{self, Caller, PathCustomer},
+    clock::iso_ms,
+    error::{AppError, AppResult},
+    extract::Json,
+    store::{Customer, SessionRecord},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_session))
+        .routes(routes!(get_current_session, put_current_session, delete_current_session))
+        .routes(routes!(get_session, put_session, delete_session))
+}
+
+#[derive(Deserialize)]
+struct SessionPath {
+    session_id: String,
+}
+
+fn session_body(customer: &Customer, session_id: &str, s: &SessionRecord) -> Session {
+    let base = paths::base(&customer.name);
+    Session {
+        expires: iso_ms(auth::session_expiry_ms(s)),
+        id: session_id.to_string(),
+        uri: format!("{base}/sessions/{session_id}"),
+        user: Link { id: s.user_id.clone(), uri: format!("{base}/users/{}", s.user_id) },
+    }
+}
+
+/// True when the client reached us over TLS (directly or through a proxy that says so).
+fn over_tls(headers: &HeaderMap) -> bool {
+    headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+fn set_cookie(session_id: &str, headers: &HeaderMap) -> HeaderValue {
+    let secure = if over_tls(headers) { "; Secure" } else { "" };
+    let value = format!("{}={session_id}; Path=/; HttpOnly; SameSite=Strict{secure}", paths::SESSION_COOKIE);
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
+    let secure = if over_tls(headers) { "; Secure" } else { "" };
+    let value = format!("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}", paths::SESSION_COOKIE);
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The session named by `session_id`, if it is live, belongs to the caller's customer, and the caller may see it
+/// (their own, or any of the customer's when they are an administrator).
+async fn visible_session(state: &AppState, caller: &Caller, session_id: &str) -> AppResult<SessionRecord> {
+    let session = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
+    let visible = session.customer_id == caller.customer.id
+        && (session.user_id == caller.user.id || caller.role == auth::Role::Admin);
+    if !visible {
+        return Err(AppError::NotFound("session"));
+    }
+    Ok(session)
+}
+
+/// Log in: create a session from HTTP Basic credentials. The answer also sets the `authtoken` cookie, so a
+/// browser is logged in at once.
+#[utoipa::path(
+    post, path = "/sessions", tag = "sessions",
+    params(("X-OTP-Token" = Option<String>, Header, description = "Six-digit one-time password; required when the user has two-factor enabled")),
+    responses(
+        (status = 201, description = "Session created", body = Session),
+        (status = 401, description = "Missing or wrong credentials, or a one-time password is required (`otp_required`) or wrong (`otp_invalid`)", body = ErrorBody),
+    ),
+    security(("basic" = []))
+)]
+async fn create_session(
+    State(state): State<AppState>,
+    PathCustomer(customer): PathCustomer,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    let Some((username, password)) = auth::basic_credentials(&headers)? else {
+        return Err(AppError::unauthorized("Creating a session needs HTTP Basic credentials."));
+    };
+    let (customer, user) = auth::check_password_login(&state, customer.as_ref(), &username, &password).await?;
+    let session_id = auth::new_session_id();
+    let now = state.clock.now_ms();
+    let record = SessionRecord {
+        token_hash: auth::token_hash(&session_id),
+        customer_id: customer.id,
+        user_id: user.id.clone(),
+        created_ms: now,
+        last_seen_ms: now,
+    };
+    state.store.create_session(&record).await.map_err(anyhow::Error::from)?;
+    let body = session_body(&customer, &session_id, &record);
+    Ok((StatusCode::CREATED, [(header::SET_COOKIE, set_cookie(&session_id, &headers))], axum::Json(body))
+        .into_response())
+}
+
+/// The session that authenticated this request (by its cookie). Answers 201, as the API has always done.
+#[utoipa::path(
+    get, path = "/sessions/current", tag = "sessions",
+    responses(
+        (status = 201, description = "The current session", body = Session),
+        (status = 404, description = "The request was not authenticated by a valid session", body = ErrorBody),
+    )
+)]
+async fn get_current_session(
+    State(state): State<AppState>,
+    caller: Result<Caller, AppError>,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    let (caller, session_id) = current(caller, &headers)?;
+    let mut session = caller.session.ok_or(AppError::NotFound("session"))?;
+    auth::touch_session(&state, &mut session, true).await?;
+    Ok((StatusCode::CREATED, axum::Json(session_body(&caller.customer, &session_id, &session))).into_response())
+}
+
+/// The caller and its session id, when a session authenticated the request; 404 otherwise.
+fn current(caller: Result<Caller, AppError>, headers: &HeaderMap) -> AppResult<(Caller, String)> {
+    let caller = caller.map_err(|_| AppError::NotFound("session"))?;
+    match (&caller.session, auth::session_cookie(headers)) {
+        (Some(_), Some(id)) => Ok((caller, id)),
+        _ => Err(AppError::NotFound("session")),
+    }
+}
+
+/// Make the session in the body the current one: the answer sets the `authtoken` cookie to it.
+#[utoipa::path(
+    put, path = "/sessions/current", tag = "sessions",
+    request_body = SessionModel,
+    responses(
+        (status = 200, description = "The session is now current; the cookie is set", body = Session),
+        (status = 400, description = "Invalid JSON, or no live session of the caller has this id", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+    )
+)]
+async fn put_current_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Json(model): Json<SessionModel>,
+) -> AppResult<Response> {
+    let unknown = || AppError::bad_request("unknown_session", "No live session of yours has this id.");
+    let session_id = model.id.ok_or_else(unknown)?;
+    let mut session = visible_session(&state, &caller, &session_id).await.map_err(|_| unknown())?;
+    if session.user_id != caller.user.id {
+        return Err(unknown());
+    }
+    auth::touch_session(&state, &mut session, true).await?;
+    let body = session_body(&caller.customer, &session_id, &session);
+    Ok(([(header::SET_COOKIE, set_cookie(&session_id, &headers))], axum::Json(body)).into_response())
+}
+
+/// Log out: end the session that authenticated this request and unset the cookie.
+#[utoipa::path(
+    delete, path = "/sessions/current", tag = "sessions",
+    responses(
+        (status = 204, description = "Session ended; cookie unset"),
+        (status = 404, description = "No session authenticated the request", body = ErrorBody),
+    )
+)]
+async fn delete_current_session(
+    State(state): State<AppState>,
+    caller: Result<Caller, AppError>,
+    headers: HeaderMap,
+) -> AppResult<Response> {
+    let (caller, _) = current(caller, &headers)?;
+    let session = caller.session.ok_or(AppError::NotFound("session"))?;
+    state.store.delete_session(&session.token_hash).await.map_err(anyhow::Error::from)?;
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response())
+}
+
+#[utoipa::path(
+    get, path = "/sessions/{session_id}", tag = "sessions",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session", body = Session),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such live session visible to the caller", body = ErrorBody),
+    )
+)]
+async fn get_session(State(state): State<AppState>, caller: Caller, Path(p): Path<SessionPath>) -> AppResult<Response> {
+    let session = visible_session(&state, &caller, &p.session_id).await?;
+    Ok(axum::Json(session_body(&caller.customer, &p.session_id, &session)).into_response())
+}
+
+/// Keep-alive: refreshes the session's last-access time. No field can be set; an empty body is accepted.
+#[utoipa::path(
+    put, path = "/sessions/{session_id}", tag = "sessions",
+    params(("session_id" = String, Path, description = "Session id")),
+    request_body(content = Option<SessionModel>, description = "Ignored apart from being valid JSON"),
+    responses(
+        (status = 200, description = "The session, with its new expiry", body = Session),
+        (status = 400, description = "Invalid JSON", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such live session visible to the caller", body = ErrorBody),
+    )
+)]
+async fn put_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(p): Path<SessionPath>,
+    body: Bytes,
+) -> AppResult<Response> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::from_slice::<SessionModel>(&body).map_err(|e| AppError::BadRequest {
+            kind: "invalid_json",
+            message: "The request body is not a valid session model.".into(),
+            details: vec![e.to_string()],
+        })?;
+    }
+    let mut session = visible_session(&state, &caller, &p.session_id).await?;
+    auth::touch_session(&state, &mut session, true).await?;
+    Ok(axum::Json(session_body(&caller.customer, &p.session_id, &session)).into_response())
+}
+
+#[utoipa::path(
+    delete, path = "/sessions/{session_id}", tag = "sessions",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses(
+        (status = 204, description = "Session ended"),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such live session visible to the caller", body = ErrorBody),
+    )
+)]
+async fn delete_session(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path(p): Path<SessionPath>,
+) -> AppResult<Response> {
+    let session = visible_session(&state, &caller, &p.session_id).await?;
+    state.store.delete_session(&session.token_hash).await.map_err(anyhow::Error::from)?;
+    if auth::session_cookie(&headers).as_deref() == Some(p.session_id.as_str()) {
+        return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}

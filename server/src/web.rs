@@ -1,0 +1,106 @@
+//! What surrounds the API: the console's static files with the client-side-route fallback, JSON answers for
+//! every API error (including those produced outside handlers), security headers and request logging.
+
+use axum::{
+    Json,
+    body::Body,
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use tower::ServiceExt;
+use tower_http::services::{ServeDir, ServeFile};
+
+use crate::{AppState, error::body_for_status};
+
+/// True for paths in the API's address space, `/{customer}/v<N>` and below, which must never be answered with
+/// the console's index.html.
+pub fn is_api_path(path: &str) -> bool {
+    let mut segments = path.trim_start_matches('/').split('/');
+    let _customer = segments.next();
+    matches!(segments.next(), Some(v) if v.len() > 1 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The fallback of the whole router: a JSON 404 for API paths, otherwise a static file of the console or, for a
+/// client-side route, its index.html.
+pub async fn static_or_not_found(State(state): State<AppState>, req: Request) -> Response {
+    if is_api_path(req.uri().path()) {
+        return (StatusCode::NOT_FOUND, Json(body_for_status(StatusCode::NOT_FOUND))).into_response();
+    }
+    let dir = &state.settings.static_dir;
+    let index = ServeFile::new(dir.join("index.html"));
+    let is_index = matches!(req.uri().path(), "/" | "/index.html");
+    let mut response = match ServeDir::new(dir).fallback(index).oneshot(req).await {
+        Ok(r) => r.map(Body::new),
+        Err(never) => match never {},
+    };
+    // Trunk names the wasm and js by content hash, so they may be cached for good; index.html and client routes
+    // must be revalidated so a new build is picked up.
+    let immutable = !is_index
+        && response.status() == StatusCode::OK
+        && response.headers().get(header::CONTENT_TYPE).is_some_and(|ct| ct != "text/html");
+    let cache = if immutable { "public, max-age=31536000, immutable" } else { "no-cache" };
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    response
+}
+
+/// Gives every error answer of the API the JSON error body, whoever produced it (router 405s, body limits,
+/// timeouts), keeping its status and headers such as Allow and Retry-After.
+pub async fn json_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let body = serde_json::to_vec(&body_for_status(status)).unwrap_or_default();
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log.
+pub fn redact_path(path: &str) -> String {
+    let mut out = Vec::new();
+    let mut hide_next = false;
+    for segment in path.split('/') {
+        if hide_next && !segment.is_empty() && segment != "current" {
+            out.push("***");
+        } else {
+            out.push(segment);
+        }
+        hide_next = matches!(segment, "sessions" | "password-resets");
+    }
+    out.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_paths_are_customer_then_version() {
+        assert!(is_api_path("/demo/v1"));
+        assert!(is_api_path("/demo/v1/sessions"));
+        assert!(is_api_path("/demo/v2/sessions"));
+        assert!(!is_api_path("/demo/users"));
+        assert!(!is_api_path("/login"));
+        assert!(!is_api_path("/"));
+        assert!(!is_api_path("/demo/v"));
+        assert!(!is_api_path("/demo/vx/a"));
+    }
+
+    #[test]
+    fn session_ids_and_reset_tokens_are_not_logged() {
+        assert_eq!(redact_path("/demo/v1/sessions/abc123"), "/demo/v1/sessions/***");
+        assert_eq!(redact_path("/demo/v1/sessions/current"), "/demo/v1/sessions/current");
+        assert_eq!(redact_path("/demo/v1/password-resets/tok"), "/demo/v1/password-resets/***");
+        assert_eq!(redact_path("/demo/v1/users/u1"), "/demo/v1/users/u1");
+    }
+}

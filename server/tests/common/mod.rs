@@ -1,0 +1,117 @@
+//! Test helpers: a fresh app over a temporary data dir with a manual clock, and requests through the real router.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    body::Body,
+    http::{HeaderMap, Method, Request, StatusCode, header},
+};
+use base64::Engine;
+use edge_server::{AppState, Settings, admin, clock::ManualClock};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+pub const PASSWORD: &str = "correct-horse-battery";
+/// 2026-01-01T00:00:00Z
+pub const T0: i64 = 1_767_225_600_000;
+
+pub struct TestApp {
+    pub state: AppState,
+    pub clock: ManualClock,
+    pub router: Router,
+    pub dir: TempDir,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: Vec<u8>,
+}
+
+impl TestApp {
+    /// An app with customers `acme` (admin `alice`) and `globex` (admin `gina`), all with [`PASSWORD`].
+    pub async fn new() -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let static_dir = dir.path().join("dist");
+        std::fs::create_dir_all(&static_dir).expect("static dir");
+        std::fs::write(static_dir.join("index.html"), "<!doctype html><title>Edge Console</title>").expect("index");
+        std::fs::write(static_dir.join("app-1234.js"), "console.log(1)").expect("js");
+        let clock = ManualClock::at(T0);
+        let settings = Settings::new(dir.path().join("data"), static_dir);
+        let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
+        admin::add_customer(&state, "acme", "alice", PASSWORD).await.expect("acme");
+        admin::add_customer(&state, "globex", "gina", PASSWORD).await.expect("globex");
+        let router = edge_server::app(state.clone());
+        TestApp { state, clock, router, dir }
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> Reply {
+        let response = self.router.clone().oneshot(req).await.expect("infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let raw = response.into_body().collect().await.expect("body").to_bytes().to_vec();
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Reply { status, headers, body, raw }
+    }
+
+    /// Logs in with Basic credentials and returns the session id.
+    pub async fn login(&self, customer: &str, user: &str, password: &str) -> String {
+        let reply =
+            self.send(req(Method::POST, &format!("/{customer}/v1/sessions")).basic(user, password).done()).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "login failed: {:?}", reply.body);
+        reply.body["id"].as_str().expect("session id").to_string()
+    }
+}
+
+/// A request under construction.
+pub struct Req(axum::http::request::Builder, Body);
+
+pub fn req(method: Method, uri: &str) -> Req {
+    Req(Request::builder().method(method).uri(uri), Body::empty())
+}
+
+impl Req {
+    pub fn basic(self, user: &str, password: &str) -> Req {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        self.header(header::AUTHORIZATION.as_str(), &format!("Basic {token}"))
+    }
+
+    pub fn cookie(self, session: &str) -> Req {
+        self.header(header::COOKIE.as_str(), &format!("authtoken={session}"))
+    }
+
+    pub fn header(self, name: &str, value: &str) -> Req {
+        Req(self.0.header(name, value), self.1)
+    }
+
+    pub fn json(self, body: &Value) -> Req {
+        Req(self.0.header(header::CONTENT_TYPE, "application/json"), Body::from(body.to_string()))
+    }
+
+    pub fn raw(self, content_type: &str, body: impl Into<Body>) -> Req {
+        Req(self.0.header(header::CONTENT_TYPE, content_type), body.into())
+    }
+
+    pub fn done(self) -> Request<Body> {
+        self.0.body(self.1).expect("request")
+    }
+}
+
+/// Asserts an error answer: status, JSON content type and the error body's `type`.
+pub fn assert_error(reply: &Reply, status: StatusCode, kind: &str) {
+    assert_eq!(reply.status, status, "body: {}", String::from_utf8_lossy(&reply.raw));
+    assert_eq!(
+        reply.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()),
+        Some("application/json"),
+        "error answers are JSON"
+    );
+    assert_eq!(reply.body["type"], kind, "body: {}", reply.body);
+    assert!(reply.body["message"].as_str().is_some_and(|m| !m.is_empty()), "message present: {}", reply.body);
+    assert!(reply.body["details"].is_array(), "details present: {}", reply.body);
+}

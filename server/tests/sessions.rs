@@ -1,0 +1,209 @@
+//! Sessions through the real router: login, cookie, current session, keep-alive, expiry, logout, isolation.
+
+mod common;
+
+use axum::http::{Method, StatusCode, header};
+use common::*;
+use edge_server::auth::{SESSION_IDLE_MS, SESSION_MAX_AGE_MS};
+use edge_server::clock::Clock;
+use serde_json::json;
+
+#[tokio::test]
+async fn login_with_basic_credentials_creates_a_session_and_sets_a_strict_http_only_cookie() {
+    let app = TestApp::new().await;
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let id = reply.body["id"].as_str().unwrap();
+    assert!(id.len() >= 22, "at least 128 bits of id: {id}");
+    assert_eq!(reply.body["uri"], format!("/acme/v1/sessions/{id}"));
+    // Idle expiry: 30 minutes after T0 (2026-01-01T00:00:00Z).
+    assert_eq!(reply.body["expires"], "2026-01-01T00:30:00.000Z");
+    let user_id = reply.body["user"]["id"].as_str().unwrap();
+    assert_eq!(reply.body["user"]["uri"], format!("/acme/v1/users/{user_id}"));
+    let cookie = reply.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+    assert_eq!(cookie, format!("authtoken={id}; Path=/; HttpOnly; SameSite=Strict"));
+}
+
+#[tokio::test]
+async fn the_cookie_is_secure_behind_a_tls_proxy() {
+    let app = TestApp::new().await;
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/sessions").basic("alice", PASSWORD).header("x-forwarded-proto", "https").done(),
+        )
+        .await;
+    let cookie = reply.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
+}
+
+#[tokio::test]
+async fn wrong_password_unknown_user_and_unknown_customer_get_the_same_401() {
+    let app = TestApp::new().await;
+    for (path, user, password) in [
+        ("/acme/v1/sessions", "alice", "wrong-password-123"),
+        ("/acme/v1/sessions", "nobody", PASSWORD),
+        ("/nosuch/v1/sessions", "alice", PASSWORD),
+        // alice exists, but at acme: credentials are scoped to the customer in the path.
+        ("/globex/v1/sessions", "alice", PASSWORD),
+    ] {
+        let reply = app.send(req(Method::POST, path).basic(user, password).done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "invalid_credentials");
+        assert_eq!(reply.body["message"], "The username or password is wrong.");
+        assert!(reply.headers.get(header::SET_COOKIE).is_none());
+    }
+}
+
+#[tokio::test]
+async fn creating_a_session_without_basic_credentials_is_401() {
+    let app = TestApp::new().await;
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").header("authorization", "Basic !!!").done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
+async fn current_session_answers_201_for_a_cookie_and_404_otherwise() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions/current").cookie(&id).done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    assert_eq!(reply.body["id"], id);
+
+    // Not authenticated; authenticated by Basic rather than a session; a session that does not exist.
+    for r in [
+        req(Method::GET, "/acme/v1/sessions/current").done(),
+        req(Method::GET, "/acme/v1/sessions/current").basic("alice", PASSWORD).done(),
+        req(Method::GET, "/acme/v1/sessions/current").cookie("no-such-session").done(),
+    ] {
+        assert_error(&app.send(r).await, StatusCode::NOT_FOUND, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn a_session_of_one_customer_finds_nothing_under_another() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let reply = app.send(req(Method::GET, &format!("/globex/v1/sessions/{id}")).cookie(&id).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    let reply = app.send(req(Method::GET, "/globex/v1/sessions/current").cookie(&id).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    // globex's admin, by id, cannot see acme's session either.
+    let gina = app.login("globex", "gina", PASSWORD).await;
+    let reply = app.send(req(Method::GET, &format!("/globex/v1/sessions/{id}")).cookie(&gina).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
+async fn a_session_idle_for_30_minutes_is_invalid_and_purged() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    app.clock.advance_ms(SESSION_IDLE_MS - 1000);
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/sessions/{id}")).cookie(&id).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "still valid just before the idle limit");
+
+    app.clock.advance_ms(SESSION_IDLE_MS);
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/sessions/{id}")).cookie(&id).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+    let stored = app.state.store.session(&edge_server::auth::token_hash(&id)).await.unwrap();
+    assert!(stored.is_none(), "an expired session is removed from storage");
+}
+
+#[tokio::test]
+async fn keep_alive_extends_the_idle_limit_but_not_past_one_day() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let keep_alive = |id: &str| req(Method::PUT, &format!("/acme/v1/sessions/{id}")).cookie(id).json(&json!({})).done();
+    let mut elapsed = 0;
+    while elapsed + 20 * 60 * 1000 < SESSION_MAX_AGE_MS {
+        app.clock.advance_ms(20 * 60 * 1000);
+        elapsed += 20 * 60 * 1000;
+        let reply = app.send(keep_alive(&id)).await;
+        assert_eq!(reply.status, StatusCode::OK, "alive after {elapsed} ms");
+    }
+    let reply = app.send(keep_alive(&id)).await;
+    assert_eq!(reply.body["expires"], "2026-01-02T00:00:00.000Z", "capped at one day after creation");
+    app.clock.advance_ms(SESSION_MAX_AGE_MS - elapsed);
+    let reply = app.send(keep_alive(&id)).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+}
+
+#[tokio::test]
+async fn keep_alive_refuses_invalid_json_and_accepts_an_empty_body() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/sessions/{id}")).cookie(&id).raw("application/json", "{").done())
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    let reply = app.send(req(Method::PUT, &format!("/acme/v1/sessions/{id}")).cookie(&id).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["id"], id);
+}
+
+#[tokio::test]
+async fn logout_ends_the_session_at_once_and_unsets_the_cookie() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let reply = app.send(req(Method::DELETE, "/acme/v1/sessions/current").cookie(&id).done()).await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    let cookie = reply.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(cookie.starts_with("authtoken=; ") && cookie.contains("Max-Age=0"), "{cookie}");
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/sessions/{id}")).cookie(&id).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+    let reply = app.send(req(Method::DELETE, "/acme/v1/sessions/current").cookie(&id).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
+async fn delete_by_id_ends_that_session_only() {
+    let app = TestApp::new().await;
+    let first = app.login("acme", "alice", PASSWORD).await;
+    let second = app.login("acme", "alice", PASSWORD).await;
+    let reply = app.send(req(Method::DELETE, &format!("/acme/v1/sessions/{second}")).cookie(&first).done()).await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    assert!(reply.headers.get(header::SET_COOKIE).is_none(), "the caller's own cookie is untouched");
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions/current").cookie(&first).done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let reply = app.send(req(Method::DELETE, &format!("/acme/v1/sessions/{second}")).cookie(&first).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
+async fn put_current_makes_a_session_current_and_sets_its_cookie() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let reply = app
+        .send(req(Method::PUT, "/acme/v1/sessions/current").basic("alice", PASSWORD).json(&json!({"id": id})).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["id"], id);
+    let cookie = reply.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(cookie.starts_with(&format!("authtoken={id};")), "{cookie}");
+
+    let reply = app
+        .send(
+            req(Method::PUT, "/acme/v1/sessions/current").basic("alice", PASSWORD).json(&json!({"id": "nope"})).done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "unknown_session");
+    let reply = app
+        .send(
+            req(Method::PUT, "/acme/v1/sessions/current").basic("alice", PASSWORD).raw("application/json", "[").done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    let reply = app.send(req(Method::PUT, "/acme/v1/sessions/current").json(&json!({"id": id})).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+#[tokio::test]
+async fn expired_sessions_are_purged_from_storage() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    app.clock.advance_ms(SESSION_IDLE_MS + 1);
+    let now = app.clock.now_ms();
+    let purged = app.state.store.purge_sessions(now - SESSION_IDLE_MS, now - SESSION_MAX_AGE_MS).await.unwrap();
+    assert_eq!(purged, 1);
+    assert!(app.state.store.session(&edge_server::auth::token_hash(&id)).await.unwrap().is_none());
+}
