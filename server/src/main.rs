@@ -9,6 +9,7 @@ use rand::{Rng, distributions::Alphanumeric};
 
 #[derive(Parser)]
 #[command(name = "edge-server", version, about = "Edge Console backend: the Edge API and the console's files")]
+#[command(args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

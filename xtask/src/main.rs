@@ -1,1 +1,186 @@
-fn main() {}
+//! `cargo xtask serve|test|build`: installs what a fresh machine lacks (skipping what is there), builds the
+//! console and the server, and runs every test.
+
+mod tools;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, Stdio},
+};
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "usage:
+  cargo xtask serve [SERVER FLAGS]   build the console (release) and serve it with demo data on http://127.0.0.1:8080
+                                     (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
+  cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
+  cargo xtask build                  build the console into dist/ (release)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => serve(&args[1..]),
+        Some("test") => test(),
+        Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Runs a command to completion, failing when it fails.
+pub fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("xtask: $ {}", describe(cmd));
+    let status = cmd.status().with_context(|| format!("starting {}", describe(cmd)))?;
+    if !status.success() {
+        bail!("{} failed ({status})", describe(cmd));
+    }
+    Ok(())
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program().to_string_lossy().into_owned())
+        .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
+    run(cargo().args(["fetch", "--locked"]))?;
+    run(tools.command("trunk").current_dir(root()).args(["build", "--release", "--offline", "--locked"]))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn serve(server_args: &[String]) -> Result<ExitCode> {
+    let tools = tools::Tools::ensure(false)?;
+    build_console(&tools)?;
+    run(cargo().args(["build", "--release", "--locked", "-p", "edge-server"]))?;
+    let binary = root().join("target/release/edge-server");
+    let mut cmd = Command::new(&binary);
+    cmd.current_dir(root()).args(["serve", "--demo"]).args(server_args);
+    // Defaults as environment, so the caller's own EDGE_* variables and flags win.
+    for (var, default) in [("EDGE_LISTEN", "127.0.0.1:8080"), ("EDGE_DATA_DIR", "data"), ("EDGE_STATIC_DIR", "dist")] {
+        if std::env::var_os(var).is_none() {
+            cmd.env(var, default);
+        }
+    }
+    eprintln!("xtask: $ {}", describe(&cmd));
+    // Ctrl-C reaches the server too (same process group); it shuts down gracefully and we return its status.
+    let status = cmd.status().context("starting edge-server")?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One step of the test run and the summary lines its runner printed.
+struct Step {
+    name: &'static str,
+    ok: bool,
+    summary: Vec<String>,
+}
+
+/// Runs a test command, echoing its output and keeping the runner's `test result:` lines.
+fn test_step(name: &'static str, cmd: &mut Command) -> Step {
+    eprintln!("\nxtask: == {name} ==\nxtask: $ {}", describe(cmd));
+    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Step { name, ok: false, summary: vec![format!("could not start: {e}")] };
+        }
+    };
+    let mut summary = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            // Runners with nothing to run (doc-tests, empty binaries) add nothing to the summary.
+            if line.trim_start().starts_with("test result:") && !line.contains(" 0 passed; 0 failed;") {
+                summary.push(line.trim().to_string());
+            }
+        }
+    }
+    let ok = child.wait().map(|s| s.success()).unwrap_or(false);
+    Step { name, ok, summary }
+}
+
+fn test() -> Result<ExitCode> {
+    let tools = tools::Tools::ensure(true)?;
+    let mut steps = vec![test_step("format", cargo().args(["fmt", "--all", "--check"]))];
+    steps.push(test_step(
+        "lint (native)",
+        cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+    ));
+    steps.push(test_step(
+        "lint (console, wasm32)",
+        cargo().args([
+            "clippy",
+            "--locked",
+            "-p",
+            "edge-console",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    ));
+    steps.push(test_step(
+        "native tests (edge-api, edge-server)",
+        cargo().args(["test", "--locked", "-p", "edge-api", "-p", "edge-server"]),
+    ));
+    steps.push(test_step(
+        "console tests (wasm-bindgen-test in headless Chromium)",
+        tools
+            .apply(&mut cargo())
+            .args(["test", "--locked", "-p", "edge-console", "--target", "wasm32-unknown-unknown"])
+            .env("CHROMEDRIVER", &tools.chromedriver)
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
+    ));
+    let built = build_console(&tools);
+    if let Err(e) = &built {
+        steps.push(Step { name: "console build (trunk --release)", ok: false, summary: vec![format!("{e:#}")] });
+    } else {
+        steps.push(test_step(
+            "end-to-end tests (real server, real console, headless Chromium)",
+            tools
+                .apply(&mut cargo())
+                .args(["test", "--locked", "-p", "edge-e2e", "--", "--test-threads", "1"])
+                .env("EDGE_E2E_DIST", root().join("dist"))
+                .env("CHROMEDRIVER", &tools.chromedriver)
+                .env("CHROMIUM", &tools.chromium),
+        ));
+    }
+
+    println!("\nxtask: summary");
+    for step in &steps {
+        println!("{} {}", if step.ok { "ok    " } else { "FAILED" }, step.name);
+        for line in &step.summary {
+            println!("    {line}");
+        }
+    }
+    let failed = steps.iter().filter(|s| !s.ok).count();
+    if failed > 0 {
+        println!("xtask: {failed} step(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("xtask: all steps passed");
+    Ok(ExitCode::SUCCESS)
+}

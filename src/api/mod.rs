@@ -1,0 +1,107 @@
+//! The typed API client: one async function per operation, edge-api types in and out, one error type.
+//! Pages never build URLs or call fetch themselves.
+
+mod sessions;
+
+use std::{cell::RefCell, rc::Rc};
+
+use edge_api::ErrorBody;
+use gloo_net::http::{RequestBuilder, Response};
+use serde::de::DeserializeOwned;
+
+pub use sessions::*;
+
+/// A failed API call: the status (0 when the server could not be reached) and the API's error body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: u16,
+    pub body: ErrorBody,
+}
+
+impl ApiError {
+    pub fn kind(&self) -> &str {
+        &self.body.kind
+    }
+
+    fn network(e: impl std::fmt::Display) -> Self {
+        ApiError {
+            status: 0,
+            body: ErrorBody::new("network", format!("The server could not be reached ({e}). Check your connection.")),
+        }
+    }
+
+    fn unreadable(status: u16, e: impl std::fmt::Display) -> Self {
+        ApiError {
+            status,
+            body: ErrorBody::new("unreadable_response", format!("The server's answer was unreadable: {e}")),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.body.fmt(f)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+thread_local! {
+    static ON_SESSION_LOST: RefCell<Option<Rc<dyn Fn()>>> = const { RefCell::new(None) };
+}
+
+/// Registers what to do when an authenticated call answers 401 (the session expired or was ended elsewhere):
+/// the app returns to the login page once, instead of every view showing its own error.
+pub fn on_session_lost(f: impl Fn() + 'static) {
+    ON_SESSION_LOST.with(|cell| *cell.borrow_mut() = Some(Rc::new(f)));
+}
+
+fn session_lost() {
+    if let Some(f) = ON_SESSION_LOST.with(|cell| cell.borrow().clone()) {
+        f();
+    }
+}
+
+/// The base of every API path of `customer`.
+pub fn base(customer: &str) -> String {
+    edge_api::paths::base(customer)
+}
+
+/// Turns an answer into the expected body, or the API's error.
+async fn decode<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
+    let status = response.status();
+    if (200..300).contains(&status) {
+        return response.json::<T>().await.map_err(|e| ApiError::unreadable(status, e));
+    }
+    Err(error_of(response).await)
+}
+
+/// Turns a non-2xx answer into an [`ApiError`], keeping the API's message when the body has one.
+async fn error_of(response: Response) -> ApiError {
+    let status = response.status();
+    let body = response.json::<ErrorBody>().await.unwrap_or_else(|_| {
+        ErrorBody::new("http_error", format!("The server answered {status} {}.", response.status_text()))
+    });
+    ApiError { status, body }
+}
+
+/// Sends an authenticated request (the session cookie goes along by itself). A 401 means the session is gone.
+async fn send(request: RequestBuilder) -> ApiResult<Response> {
+    let response = request.send().await.map_err(ApiError::network)?;
+    if response.status() == 401 {
+        session_lost();
+    }
+    Ok(response)
+}
+
+async fn send_json<T: DeserializeOwned>(request: RequestBuilder) -> ApiResult<T> {
+    decode(send(request).await?).await
+}
+
+/// Sends a request whose success has no body.
+async fn send_empty(request: RequestBuilder) -> ApiResult<()> {
+    let response = send(request).await?;
+    if (200..300).contains(&response.status()) { Ok(()) } else { Err(error_of(response).await) }
+}

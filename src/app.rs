@@ -1,0 +1,53 @@
+//! The root: app-wide providers and the router.
+
+use leptos::prelude::*;
+use leptos_router::{
+    components::{ParentRoute, Redirect, Route, Router, Routes},
+    path,
+};
+
+use crate::{
+    components::layout::Layout,
+    pages::{self, login::LoginPage},
+    session::{Auth, remembered_login},
+};
+
+#[component]
+pub fn App() -> impl IntoView {
+    Auth::provide();
+    view! {
+        <Router>
+            <Routes fallback=pages::NotFound>
+                <Route path=path!("/") view=Home />
+                <Route path=path!("/login") view=LoginPage />
+                <ParentRoute path=path!("/:customer") view=Layout>
+                    <Route path=path!("") view=StatsRedirect />
+                    <Route path=path!("stats") view=pages::Statistics />
+                    <Route path=path!("security") view=pages::Security />
+                    <Route path=path!("users") view=pages::Users />
+                    <Route path=path!("me") view=pages::MyAccount />
+                    <Route path=path!("properties") view=pages::Properties />
+                    <Route path=path!("purge") view=pages::Purge />
+                    <Route path=path!("lists") view=pages::NetworkLists />
+                    <Route path=path!("tasks") view=pages::Tasks />
+                    <Route path=path!("account") view=pages::Account />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}
+
+/// `/`: the last customer's statistics when this browser has logged in before, else the login page.
+#[component]
+fn Home() -> impl IntoView {
+    let target = match remembered_login() {
+        Some((customer, _)) => format!("/{customer}/stats"),
+        None => "/login".to_string(),
+    };
+    view! { <Redirect path=target /> }
+}
+
+#[component]
+fn StatsRedirect() -> impl IntoView {
+    view! { <Redirect path="stats" /> }
+}

@@ -1,0 +1,4 @@
+//! Shared UI pieces.
+
+pub mod errors;
+pub mod layout;

@@ -1,0 +1,91 @@
+//! One module per route.
+
+pub mod login;
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+/// A view whose content arrives with a later part of the console: says what it will hold.
+#[component]
+fn Upcoming(title: &'static str, summary: &'static str) -> impl IntoView {
+    view! {
+        <section class="page">
+            <h1>{title}</h1>
+            <div class="empty">
+                <p>{summary}</p>
+                <p class="muted">"This view is not available in this version of the console yet."</p>
+            </div>
+        </section>
+    }
+}
+
+#[component]
+pub fn Statistics() -> impl IntoView {
+    view! {
+        <Upcoming
+            title="Statistics"
+            summary="Delivery statistics: hits, bandwidth and timing by country, domain, status code and more, over time; the top 20 URLs."
+        />
+    }
+}
+
+#[component]
+pub fn Security() -> impl IntoView {
+    view! {
+        <Upcoming
+            title="Security"
+            summary="Security events, WAF and traffic-shaping trends and top-K reports."
+        />
+    }
+}
+
+#[component]
+pub fn Users() -> impl IntoView {
+    view! { <Upcoming title="Users & roles" summary="Users of the account, their roles, two-factor and passwords." /> }
+}
+
+#[component]
+pub fn MyAccount() -> impl IntoView {
+    view! { <Upcoming title="My account" summary="Change your password and set up two-factor authentication." /> }
+}
+
+#[component]
+pub fn Properties() -> impl IntoView {
+    view! {
+        <Upcoming
+            title="Properties"
+            summary="Property configurations: host patterns, origins, cache rules and security rules, with version history."
+        />
+    }
+}
+
+#[component]
+pub fn Purge() -> impl IntoView {
+    view! { <Upcoming title="Purge" summary="Purge or expire cached content and follow each purge to completion." /> }
+}
+
+#[component]
+pub fn NetworkLists() -> impl IntoView {
+    view! { <Upcoming title="Network lists" summary="IP and geo lists referenced by security rules." /> }
+}
+
+#[component]
+pub fn Tasks() -> impl IntoView {
+    view! { <Upcoming title="Tasks" summary="Long-running changes and their progress." /> }
+}
+
+#[component]
+pub fn Account() -> impl IntoView {
+    view! { <Upcoming title="Account" summary="The customer account and its features." /> }
+}
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    view! {
+        <div class="splash">
+            <h1>"Page not found"</h1>
+            <p class="muted">"There is nothing at this address."</p>
+            <A href="/">"Go to the console"</A>
+        </div>
+    }
+}

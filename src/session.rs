@@ -1,0 +1,69 @@
+//! Who is logged in, shared by every view: the customer, the username and the session.
+
+use edge_api::Session;
+use leptos::prelude::*;
+
+const LAST_LOGIN_KEY: &str = "edge-console.last-login";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedIn {
+    pub customer: String,
+    pub username: String,
+    pub session: Session,
+}
+
+/// The login state, provided near the root of the app.
+#[derive(Clone, Copy)]
+pub struct Auth(RwSignal<Option<LoggedIn>>);
+
+impl Auth {
+    pub fn provide() -> Auth {
+        let auth = Auth(RwSignal::new(None));
+        provide_context(auth);
+        auth
+    }
+
+    pub fn get() -> Auth {
+        expect_context::<Auth>()
+    }
+
+    /// The logged-in state, tracked.
+    pub fn current(&self) -> Option<LoggedIn> {
+        self.0.get()
+    }
+
+    /// The logged-in state if it is for `customer`, untracked.
+    pub fn for_customer(&self, customer: &str) -> Option<LoggedIn> {
+        self.0.get_untracked().filter(|l| l.customer == customer)
+    }
+
+    pub fn set(&self, login: LoggedIn) {
+        remember_login(&login.customer, &login.username);
+        self.0.set(Some(login));
+    }
+
+    /// Forgets the session; true when there was one (so the caller reacts only once).
+    pub fn clear(&self) -> bool {
+        let had = self.0.get_untracked().is_some();
+        self.0.set(None);
+        had
+    }
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// Remembers the last customer and username (never the password) to prefill the login form.
+pub fn remember_login(customer: &str, username: &str) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(LAST_LOGIN_KEY, &format!("{customer}\n{username}"));
+    }
+}
+
+/// The last customer and username that logged in on this browser.
+pub fn remembered_login() -> Option<(String, String)> {
+    let value = storage()?.get_item(LAST_LOGIN_KEY).ok().flatten()?;
+    let (customer, username) = value.split_once('\n')?;
+    Some((customer.to_string(), username.to_string()))
+}
