@@ -56,6 +56,33 @@ pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &
     match state.store.create_customer(customer, &[user], state.clock.now_ms()).await {
         Ok(c) => Ok(c),
         Err(StoreError::Conflict(_)) => anyhow::bail!("customer {name:?} already exists"),
-        Err(StoreError::Other(e)) => Err(e),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Registers a remote identity source `id` for customer `customer`, with a JSON object as configuration.
+/// Users of it hold only a role association (there is no remote login flow in v1).
+pub async fn add_identity_source(
+    state: &AppState,
+    customer: &str,
+    id: &str,
+    configuration: &str,
+) -> anyhow::Result<()> {
+    let valid_id = !id.is_empty()
+        && id.len() <= 63
+        && id != "local"
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if !valid_id {
+        anyhow::bail!("invalid identity source id {id:?}: use lowercase letters, digits, '-' and '_' (not \"local\")");
+    }
+    let config: serde_json::Value = serde_json::from_str(configuration)?;
+    if !config.is_object() {
+        anyhow::bail!("the configuration must be a JSON object");
+    }
+    let Some(c) = state.store.customer_by_name(customer).await? else { anyhow::bail!("no customer {customer:?}") };
+    match state.store.add_identity_source(c.id, id, &config.to_string()).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::Conflict(_)) => anyhow::bail!("identity source {id:?} already exists for {customer:?}"),
+        Err(e) => Err(e.into()),
     }
 }

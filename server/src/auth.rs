@@ -1,14 +1,17 @@
 //! Who is calling: credentials (HTTP Basic or the `authtoken` session cookie) resolved to a user of the
 //! customer named in the path, roles, and the session rules (30 minutes idle, one day at most).
 
-use std::sync::LazyLock;
+use std::{
+    net::{IpAddr, Ipv6Addr, SocketAddr},
+    sync::LazyLock,
+};
 
 use argon2::{
     Argon2, PasswordHash, PasswordHasher, PasswordVerifier,
     password_hash::{SaltString, rand_core::OsRng},
 };
 use axum::{
-    extract::{FromRequestParts, RawPathParams},
+    extract::{ConnectInfo, FromRequestParts, RawPathParams},
     http::{HeaderMap, header, request::Parts},
 };
 use base64::Engine;
@@ -18,7 +21,9 @@ use sha2::{Digest, Sha256};
 use crate::{
     AppState,
     error::{AppError, AppResult},
+    otp,
     store::{Customer, SessionRecord, UserRecord},
+    throttle::Verdict,
 };
 
 /// A session dies after this long without a request.
@@ -139,43 +144,101 @@ fn invalid_credentials() -> AppError {
     AppError::Unauthorized { kind: "invalid_credentials", message: "The username or password is wrong.".into() }
 }
 
-/// The customer named in the request's path, or `None` when it does not exist.
-async fn path_customer(parts: &mut Parts, state: &AppState) -> AppResult<Option<Customer>> {
-    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
-    let name = params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string());
-    match name {
-        Some(name) => Ok(state.store.customer_by_name(&name).await.map_err(anyhow::Error::from)?),
-        None => Ok(None),
-    }
+/// The client's address (the TCP peer), or the unspecified address when unknown (tests through the router).
+pub fn client_addr(parts: &Parts) -> IpAddr {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
 }
 
-/// Checks a username and password against the users of `customer`. Unknown users, wrong passwords, disabled
-/// users and users whose password was reset all get the same answer, after the same work.
-pub async fn check_password_login(
-    state: &AppState,
-    customer: Option<&Customer>,
-    username: &str,
-    password: &str,
-) -> AppResult<(Customer, UserRecord)> {
-    let user = match customer {
-        Some(c) => state.store.user_by_username(c.id, username).await.map_err(anyhow::Error::from)?,
-        None => None,
-    };
-    let hash = user.as_ref().filter(|u| u.source == "local").and_then(|u| u.password_hash.as_deref());
-    let ok = verify_password(password, hash).await;
-    match (customer, user) {
-        (Some(c), Some(u)) if ok && u.enabled => Ok((c.clone(), u)),
-        _ => Err(invalid_credentials()),
+/// The customer named by the path: its name as written, and the customer when it exists.
+async fn path_customer(parts: &mut Parts, state: &AppState) -> AppResult<(String, Option<Customer>)> {
+    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
+    let name = params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string()).unwrap_or_default();
+    let customer = state.store.customer_by_name(&name).await?;
+    Ok((name, customer))
+}
+
+/// A login attempt with a username and password, from `addr`, under the customer named `customer_name`.
+pub struct PasswordLogin<'a> {
+    pub customer_name: &'a str,
+    pub customer: Option<&'a Customer>,
+    pub username: &'a str,
+    pub password: &'a str,
+    pub addr: IpAddr,
+}
+
+impl PasswordLogin<'_> {
+    /// Checks the password against the users of the customer, under brute-force protection. Unknown customers,
+    /// unknown users, wrong passwords, disabled users and users whose password was reset all get the same
+    /// answer after the same work. A failure counts against the username and the address; success does not
+    /// clear them yet (see [`PasswordLogin::succeeded`]), so that a one-time code checked next stays throttled.
+    pub async fn check(&self, state: &AppState) -> AppResult<(Customer, UserRecord)> {
+        match state.throttle.check(state.clock.now_ms(), self.customer_name, self.username, self.addr) {
+            Verdict::Refuse { retry_after_secs } => {
+                return Err(AppError::TooManyRequests {
+                    message: "Too many failed logins: wait before trying again.".into(),
+                    retry_after_secs,
+                });
+            }
+            Verdict::Proceed(delay) if !delay.is_zero() => tokio::time::sleep(delay).await,
+            Verdict::Proceed(_) => {}
+        }
+        let user = match self.customer {
+            Some(c) => state.store.user_by_username(c.id, self.username).await?,
+            None => None,
+        };
+        let hash = user.as_ref().filter(|u| u.source == "local").and_then(|u| u.password_hash.as_deref());
+        let ok = verify_password(self.password, hash).await;
+        match (self.customer, user) {
+            (Some(c), Some(u)) if ok && u.enabled => Ok((c.clone(), u)),
+            _ => Err(self.failed(state, invalid_credentials())),
+        }
+    }
+
+    /// Counts a failure and returns `error`.
+    pub fn failed(&self, state: &AppState, error: AppError) -> AppError {
+        state.throttle.failed(state.clock.now_ms(), self.customer_name, self.username, self.addr);
+        error
+    }
+
+    pub fn succeeded(&self, state: &AppState) {
+        state.throttle.succeeded(self.customer_name, self.username);
+    }
+
+    /// For a user with two-factor on: the one-time code must be present, right and not used before.
+    pub async fn check_otp(&self, state: &AppState, user: &UserRecord, token: Option<&str>) -> AppResult<()> {
+        if !user.otp_enabled {
+            return Ok(());
+        }
+        let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
+            return Err(AppError::Unauthorized {
+                kind: "otp_required",
+                message: "Enter the one-time code of your authenticator app (header X-OTP-Token).".into(),
+            });
+        };
+        let invalid = || AppError::Unauthorized {
+            kind: "otp_invalid",
+            message: "The one-time code is wrong, expired or already used.".into(),
+        };
+        let secret = user.otp_secret.as_deref().unwrap_or_default();
+        let step = otp::verify(secret, token, state.clock.now_ms(), user.otp_last_step);
+        match step {
+            Some(step) if state.store.consume_otp_step(&user.id, step).await? => Ok(()),
+            _ => Err(self.failed(state, invalid())),
+        }
     }
 }
 
 /// Resolves a session id to its live record, deleting it when it has expired.
 pub async fn live_session(state: &AppState, session_id: &str) -> AppResult<Option<SessionRecord>> {
     let hash = token_hash(session_id);
-    let Some(session) = state.store.session(&hash).await.map_err(anyhow::Error::from)? else { return Ok(None) };
+    let Some(session) = state.store.session(&hash).await? else { return Ok(None) };
     let now = state.clock.now_ms();
     if now >= session_expiry_ms(&session) {
-        state.store.delete_session(&hash).await.map_err(anyhow::Error::from)?;
+        state.store.delete_session(&hash).await?;
         return Ok(None);
     }
     Ok(Some(session))
@@ -185,7 +248,7 @@ pub async fn live_session(state: &AppState, session_id: &str) -> AppResult<Optio
 pub async fn touch_session(state: &AppState, session: &mut SessionRecord, force: bool) -> AppResult<()> {
     let now = state.clock.now_ms();
     if force || now - session.last_seen_ms >= TOUCH_EVERY_MS {
-        state.store.touch_session(&session.token_hash, now).await.map_err(anyhow::Error::from)?;
+        state.store.touch_session(&session.token_hash, now).await?;
         session.last_seen_ms = session.last_seen_ms.max(now);
     }
     Ok(())
@@ -198,9 +261,17 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(cached) = parts.extensions.get::<Caller>() {
             return Ok(cached.clone());
         }
-        let customer = path_customer(parts, state).await?;
+        let (customer_name, customer) = path_customer(parts, state).await?;
         let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
-            let (customer, user) = check_password_login(state, customer.as_ref(), &username, &password).await?;
+            let login = PasswordLogin {
+                customer_name: &customer_name,
+                customer: customer.as_ref(),
+                username: &username,
+                password: &password,
+                addr: client_addr(parts),
+            };
+            let (customer, user) = login.check(state).await?;
+            login.succeeded(state);
             let role = role_of(&user)?;
             Caller { customer, user, role, session: None }
         } else if let Some(session_id) = session_cookie(&parts.headers) {
@@ -214,8 +285,7 @@ impl FromRequestParts<AppState> for Caller {
             let user = state
                 .store
                 .user_by_id(customer.id, &session.user_id)
-                .await
-                .map_err(anyhow::Error::from)?
+                .await?
                 .filter(|u| u.enabled)
                 .ok_or_else(invalid)?;
             touch_session(state, &mut session, false).await?;
@@ -236,14 +306,19 @@ fn role_of(user: &UserRecord) -> AppResult<Role> {
     Role::parse(&user.role).ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", user.id, user.role).into())
 }
 
-/// The customer named by the `{customer}` path segment; `None` when no such customer exists. Used where the
-/// caller is not authenticated yet (creating a session).
-pub struct PathCustomer(pub Option<Customer>);
+/// The customer named by the `{customer}` path segment (its name, and the customer when it exists), and the
+/// client's address. Used where the caller is not authenticated yet (creating a session).
+pub struct PathCustomer {
+    pub name: String,
+    pub customer: Option<Customer>,
+    pub addr: IpAddr,
+}
 
 impl FromRequestParts<AppState> for PathCustomer {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(PathCustomer(path_customer(parts, state).await?))
+        let (name, customer) = path_customer(parts, state).await?;
+        Ok(PathCustomer { name, customer, addr: client_addr(parts) })
     }
 }

@@ -26,7 +26,11 @@ pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<b
     }
     let users = USERS
         .iter()
-        .map(|(username, role, full_name)| local_user(username, password, *role, full_name))
+        .map(|(username, role, full_name)| {
+            let mut user = local_user(username, password, *role, full_name)?;
+            user.email = format!("{username}@demo.example");
+            Ok(user)
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let customer = NewCustomer {
         name: CUSTOMER.into(),
@@ -37,6 +41,6 @@ pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<b
         Ok(_) => Ok(true),
         // Another process seeded it at the same moment.
         Err(StoreError::Conflict(_)) => Ok(false),
-        Err(StoreError::Other(e)) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }

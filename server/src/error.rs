@@ -111,6 +111,22 @@ impl IntoResponse for AppError {
     }
 }
 
+impl From<crate::store::StoreError> for AppError {
+    fn from(e: crate::store::StoreError) -> Self {
+        use crate::store::StoreError;
+        match e {
+            StoreError::Conflict(what) => {
+                AppError::Conflict { kind: "conflict", message: format!("The {what} already exists.") }
+            }
+            StoreError::LastAdmin => AppError::Conflict {
+                kind: "last_admin",
+                message: "This would leave the account without an enabled administrator.".into(),
+            },
+            StoreError::Other(e) => AppError::Internal(e),
+        }
+    }
+}
+
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
         AppError::Internal(e.into())

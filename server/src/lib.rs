@@ -1,14 +1,18 @@
 //! Edge Console's backend: the Edge Delivery Management and Statistics API under `/{customer}/v1`, and the
 //! console's static files at `/`.
 
+pub mod access;
 pub mod admin;
 pub mod auth;
 pub mod clock;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod mail;
+pub mod otp;
 pub mod routes;
 pub mod store;
+pub mod throttle;
 pub mod web;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -27,7 +31,9 @@ use tower_http::{set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trac
 
 use crate::{
     clock::{Clock, SystemClock},
+    mail::Mailer,
     store::{SqliteStore, Store},
+    throttle::LoginThrottle,
 };
 
 /// Settings fixed at start.
@@ -39,6 +45,13 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// A request that takes longer is stopped and answered 408.
     pub request_timeout: Duration,
+    /// The console's address as users reach it, for links in e-mail (password resets).
+    pub public_url: String,
+    /// SMTP server for outgoing mail; without one, mail is written to `<data-dir>/outbox/`.
+    pub smtp_url: Option<String>,
+    pub mail_from: String,
+    /// The first slow-down of a login after repeated failures; it doubles with each further failure.
+    pub login_slowdown: Duration,
 }
 
 impl Settings {
@@ -48,6 +61,10 @@ impl Settings {
             static_dir: static_dir.into(),
             max_body_bytes: 10 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
+            public_url: "http://127.0.0.1:8080".into(),
+            smtp_url: None,
+            mail_from: "Edge Console <no-reply@localhost>".into(),
+            login_slowdown: Duration::from_millis(250),
         }
     }
 }
@@ -58,6 +75,8 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
+    pub throttle: Arc<LoginThrottle>,
+    pub mailer: Arc<Mailer>,
 }
 
 impl AppState {
@@ -68,7 +87,14 @@ impl AppState {
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let store = SqliteStore::open(&settings.data_dir).await?;
-        Ok(AppState { store: Arc::new(store), clock, settings: Arc::new(settings) })
+        let mailer = Mailer::new(settings.smtp_url.as_deref(), &settings.mail_from, settings.data_dir.join("outbox"))?;
+        Ok(AppState {
+            store: Arc::new(store),
+            clock,
+            throttle: Arc::new(LoginThrottle::new(settings.login_slowdown)),
+            mailer: Arc::new(mailer),
+            settings: Arc::new(settings),
+        })
     }
 }
 

@@ -24,6 +24,27 @@ enum Command {
         #[command(subcommand)]
         command: CustomerCommand,
     },
+    /// Manage identity sources besides `local`.
+    Idp {
+        #[command(subcommand)]
+        command: IdpCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum IdpCommand {
+    /// Register a remote identity source for a customer; its users hold only a role association.
+    Add {
+        /// Customer name.
+        customer: String,
+        /// Identity source id: lowercase letters, digits, '-' and '_'.
+        id: String,
+        /// Configuration, a JSON object.
+        #[arg(long, default_value = "{\"type\": \"remote\"}")]
+        config: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -47,6 +68,16 @@ struct ServeArgs {
     /// Requests running longer are stopped (408).
     #[arg(long, env = "EDGE_REQUEST_TIMEOUT_SECS", default_value_t = 60)]
     request_timeout_secs: u64,
+    /// The console's address as users reach it, for links in e-mail [default: http://LISTEN].
+    #[arg(long, env = "EDGE_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// SMTP server for password-reset mail, e.g. smtp://mail.example:25 or smtps://user:pass@mail.example;
+    /// without it, mail is written to DATA_DIR/outbox/.
+    #[arg(long, env = "EDGE_SMTP_URL")]
+    smtp_url: Option<String>,
+    /// Sender of outgoing mail.
+    #[arg(long, env = "EDGE_MAIL_FROM", default_value = "Edge Console <no-reply@localhost>")]
+    mail_from: String,
 }
 
 #[derive(Subcommand)]
@@ -78,6 +109,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Customer { command: CustomerCommand::Add { name, admin, data_dir } } => {
             add_customer(name, admin, data_dir).await
         }
+        Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir } } => {
+            let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
+            admin::add_identity_source(&state, &customer, &id, &config).await?;
+            println!("Registered identity source `{id}` for customer `{customer}`");
+            Ok(())
+        }
     }
 }
 
@@ -85,6 +122,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut settings = Settings::new(&args.data_dir, &args.static_dir);
     settings.max_body_bytes = args.max_body_bytes;
     settings.request_timeout = Duration::from_secs(args.request_timeout_secs);
+    settings.public_url =
+        args.public_url.clone().unwrap_or_else(|| format!("http://{}", args.listen)).trim_end_matches('/').to_string();
+    settings.smtp_url = args.smtp_url.clone();
+    settings.mail_from = args.mail_from.clone();
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }

@@ -207,3 +207,34 @@ async fn expired_sessions_are_purged_from_storage() {
     assert_eq!(purged, 1);
     assert!(app.state.store.session(&edge_server::auth::token_hash(&id)).await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn repeated_failed_logins_are_refused_with_429_and_retry_after_until_the_window_passes() {
+    let app = TestApp::new().await;
+    for _ in 0..10 {
+        let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("alice", "wrong-password-1").done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "invalid_credentials");
+    }
+    // Even the right password is refused while the username is locked.
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+    assert_eq!(reply.headers.get(header::RETRY_AFTER).unwrap(), "900");
+    // Basic credentials on any other request are throttled the same way.
+    let reply = app.send(req(Method::GET, "/acme/v1/users").basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+    app.clock.advance_ms(15 * 60 * 1000);
+    app.login("acme", "alice", PASSWORD).await;
+}
+
+#[tokio::test]
+async fn unknown_usernames_are_throttled_exactly_like_known_ones() {
+    let app = TestApp::new().await;
+    for user in ["alice", "nobody"] {
+        for _ in 0..10 {
+            let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic(user, "wrong-password-1").done()).await;
+            assert_error(&reply, StatusCode::UNAUTHORIZED, "invalid_credentials");
+        }
+        let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic(user, "wrong-password-1").done()).await;
+        assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+    }
+}

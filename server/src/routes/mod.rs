@@ -1,7 +1,12 @@
 //! Every API route, registered once: the axum router and the OpenAPI document are built from the same
 //! registration, so the document cannot drift from the routes.
 
+mod otp;
+mod paging;
+mod passwords;
+mod roles;
 mod sessions;
+mod users;
 
 use utoipa::{
     Modify, OpenApi,
@@ -27,6 +32,9 @@ use crate::AppState;
     security(("basic" = []), ("session" = [])),
     tags(
         (name = "sessions", description = "Log in and out; session keep-alive"),
+        (name = "users", description = "Users, roles and identity sources"),
+        (name = "two-factor", description = "Two-factor authentication (TOTP, RFC 6238)"),
+        (name = "passwords", description = "Password change and reset"),
     )
 )]
 struct ApiDoc;
@@ -52,7 +60,12 @@ impl Modify for Security {
 
 /// The API routes under `/{customer}/v1`, with their OpenAPI document.
 pub fn api() -> OpenApiRouter<AppState> {
-    let v1 = OpenApiRouter::new().merge(sessions::router());
+    let v1 = OpenApiRouter::new()
+        .merge(sessions::router())
+        .merge(users::router())
+        .merge(otp::router())
+        .merge(passwords::router())
+        .merge(roles::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 

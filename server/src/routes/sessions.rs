@@ -12,7 +12,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     AppState,
-    auth::{self, Caller, PathCustomer},
+    access::Authed,
+    auth::{self, Caller, PasswordLogin, PathCustomer},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
@@ -78,18 +79,25 @@ async fn visible_session(state: &AppState, caller: &Caller, session_id: &str) ->
     responses(
         (status = 201, description = "Session created", body = Session),
         (status = 401, description = "Missing or wrong credentials, or a one-time password is required (`otp_required`) or wrong (`otp_invalid`)", body = ErrorBody),
+        (status = 429, description = "Too many failed logins for this username or address; see Retry-After", body = ErrorBody),
     ),
     security(("basic" = []))
 )]
-async fn create_session(
-    State(state): State<AppState>,
-    PathCustomer(customer): PathCustomer,
-    headers: HeaderMap,
-) -> AppResult<Response> {
+async fn create_session(State(state): State<AppState>, path: PathCustomer, headers: HeaderMap) -> AppResult<Response> {
     let Some((username, password)) = auth::basic_credentials(&headers)? else {
         return Err(AppError::unauthorized("Creating a session needs HTTP Basic credentials."));
     };
-    let (customer, user) = auth::check_password_login(&state, customer.as_ref(), &username, &password).await?;
+    let login = PasswordLogin {
+        customer_name: &path.name,
+        customer: path.customer.as_ref(),
+        username: &username,
+        password: &password,
+        addr: path.addr,
+    };
+    let (customer, user) = login.check(&state).await?;
+    let token = headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok());
+    login.check_otp(&state, &user, token).await?;
+    login.succeeded(&state);
     let session_id = auth::new_session_id();
     let now = state.clock.now_ms();
     let record = SessionRecord {
@@ -99,7 +107,7 @@ async fn create_session(
         created_ms: now,
         last_seen_ms: now,
     };
-    state.store.create_session(&record).await.map_err(anyhow::Error::from)?;
+    state.store.create_session(&record).await?;
     let body = session_body(&customer, &session_id, &record);
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, set_cookie(&session_id, &headers))], axum::Json(body))
         .into_response())
@@ -145,7 +153,7 @@ fn current(caller: Result<Caller, AppError>, headers: &HeaderMap) -> AppResult<(
 )]
 async fn put_current_session(
     State(state): State<AppState>,
-    caller: Caller,
+    Authed(caller): Authed,
     headers: HeaderMap,
     Json(model): Json<SessionModel>,
 ) -> AppResult<Response> {
@@ -175,7 +183,7 @@ async fn delete_current_session(
 ) -> AppResult<Response> {
     let (caller, _) = current(caller, &headers)?;
     let session = caller.session.ok_or(AppError::NotFound("session"))?;
-    state.store.delete_session(&session.token_hash).await.map_err(anyhow::Error::from)?;
+    state.store.delete_session(&session.token_hash).await?;
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response())
 }
 
@@ -188,7 +196,11 @@ async fn delete_current_session(
         (status = 404, description = "No such live session visible to the caller", body = ErrorBody),
     )
 )]
-async fn get_session(State(state): State<AppState>, caller: Caller, Path(p): Path<SessionPath>) -> AppResult<Response> {
+async fn get_session(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    Path(p): Path<SessionPath>,
+) -> AppResult<Response> {
     let session = visible_session(&state, &caller, &p.session_id).await?;
     Ok(axum::Json(session_body(&caller.customer, &p.session_id, &session)).into_response())
 }
@@ -207,7 +219,7 @@ async fn get_session(State(state): State<AppState>, caller: Caller, Path(p): Pat
 )]
 async fn put_session(
     State(state): State<AppState>,
-    caller: Caller,
+    Authed(caller): Authed,
     Path(p): Path<SessionPath>,
     body: Bytes,
 ) -> AppResult<Response> {
@@ -234,12 +246,12 @@ async fn put_session(
 )]
 async fn delete_session(
     State(state): State<AppState>,
-    caller: Caller,
+    Authed(caller): Authed,
     headers: HeaderMap,
     Path(p): Path<SessionPath>,
 ) -> AppResult<Response> {
     let session = visible_session(&state, &caller, &p.session_id).await?;
-    state.store.delete_session(&session.token_hash).await.map_err(anyhow::Error::from)?;
+    state.store.delete_session(&session.token_hash).await?;
     if auth::session_cookie(&headers).as_deref() == Some(p.session_id.as_str()) {
         return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
     }

@@ -40,6 +40,34 @@ pub struct UserRecord {
     pub password_hash: Option<String>,
     pub otp_enabled: bool,
     pub otp_secret: Option<String>,
+    pub otp_last_step: i64,
+    pub created_ms: i64,
+}
+
+/// Changes to a user; `None` keeps the value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserUpdate {
+    pub username: Option<String>,
+    pub full_name: Option<String>,
+    pub email: Option<String>,
+    pub phone_number: Option<String>,
+    pub enabled: Option<bool>,
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PasswordReset {
+    pub token_hash: String,
+    pub customer_id: CustomerId,
+    pub user_id: String,
+    pub expires_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtpSeedRecord {
+    pub id: String,
+    pub user_id: String,
+    pub secret: String,
     pub created_ms: i64,
 }
 
@@ -72,6 +100,9 @@ pub enum StoreError {
     /// A uniqueness rule refused the write (the string names what already exists).
     #[error("{0} already exists")]
     Conflict(&'static str),
+    /// The change would leave the customer without an enabled administrator.
+    #[error("the last administrator")]
+    LastAdmin,
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -95,6 +126,44 @@ pub trait Store: Send + Sync + 'static {
     async fn create_user(&self, customer: CustomerId, user: &NewUser, created_ms: i64) -> StoreResult<UserRecord>;
     async fn user_by_username(&self, customer: CustomerId, username: &str) -> StoreResult<Option<UserRecord>>;
     async fn user_by_id(&self, customer: CustomerId, id: &str) -> StoreResult<Option<UserRecord>>;
+    /// A page of users ordered by username, optionally only those whose username or full name contains
+    /// `search` (case-insensitive), and the total that match.
+    async fn list_users(
+        &self,
+        customer: CustomerId,
+        search: Option<&str>,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<UserRecord>, u64)>;
+    /// Applies `update`; `Ok(None)` when the user does not exist; [`StoreError::LastAdmin`] (and no change) when
+    /// it would leave no enabled administrator; [`StoreError::Conflict`] when the new username is taken.
+    async fn update_user(&self, customer: CustomerId, id: &str, update: &UserUpdate)
+    -> StoreResult<Option<UserRecord>>;
+    /// Deletes a user with its sessions; false when it did not exist; [`StoreError::LastAdmin`] as above.
+    async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool>;
+    /// Sets (or with `None` invalidates) a user's password and ends all its sessions.
+    async fn set_password(&self, customer: CustomerId, user_id: &str, hash: Option<&str>) -> StoreResult<bool>;
+
+    async fn create_password_reset(&self, reset: &PasswordReset) -> StoreResult<()>;
+    async fn password_reset(&self, token_hash: &str) -> StoreResult<Option<PasswordReset>>;
+    async fn delete_password_reset(&self, token_hash: &str) -> StoreResult<()>;
+    /// Uses a reset token: sets the password, ends the user's sessions and removes all its reset tokens, at once.
+    /// False when the token is gone (used meanwhile).
+    async fn finish_password_reset(&self, token_hash: &str, hash: &str) -> StoreResult<bool>;
+
+    /// Stores a seed handed out for pairing, replacing earlier ones of the user.
+    async fn create_otp_seed(&self, seed: &OtpSeedRecord) -> StoreResult<()>;
+    async fn otp_seed(&self, user_id: &str, seed_id: &str) -> StoreResult<Option<OtpSeedRecord>>;
+    /// Turns two-factor on with `secret`, its last used step `last_step`, and drops the user's seeds. False when
+    /// it was already on.
+    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64) -> StoreResult<bool>;
+    async fn disable_otp(&self, user_id: &str) -> StoreResult<()>;
+    /// Records that the code of `step` was used; false when that step or a later one was used already.
+    async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool>;
+
+    /// Identity sources registered besides `local`: id and configuration (JSON object text).
+    async fn identity_sources(&self, customer: CustomerId) -> StoreResult<Vec<(String, String)>>;
+    async fn add_identity_source(&self, customer: CustomerId, id: &str, configuration: &str) -> StoreResult<()>;
 
     async fn create_session(&self, session: &SessionRecord) -> StoreResult<()>;
     async fn session(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>>;

@@ -67,8 +67,28 @@ fn user_from_row(row: &SqliteRow) -> Result<UserRecord, sqlx::Error> {
         password_hash: row.try_get("password_hash")?,
         otp_enabled: row.try_get("otp_enabled")?,
         otp_secret: row.try_get("otp_secret")?,
+        otp_last_step: row.try_get("otp_last_step")?,
         created_ms: row.try_get("created_ms")?,
     })
+}
+
+fn reset_from_row(row: &SqliteRow) -> Result<PasswordReset, sqlx::Error> {
+    Ok(PasswordReset {
+        token_hash: row.try_get("token_hash")?,
+        customer_id: row.try_get("customer_id")?,
+        user_id: row.try_get("user_id")?,
+        expires_ms: row.try_get("expires_ms")?,
+    })
+}
+
+/// Fails the transaction's change when no enabled administrator would remain.
+async fn ensure_an_admin(conn: &mut sqlx::SqliteConnection, customer: CustomerId) -> StoreResult<()> {
+    let admins: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE customer_id = ? AND role = 'admin' AND enabled = 1")
+            .bind(customer)
+            .fetch_one(conn)
+            .await?;
+    if admins == 0 { Err(StoreError::LastAdmin) } else { Ok(()) }
 }
 
 fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, sqlx::Error> {
@@ -162,6 +182,220 @@ impl Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.as_ref().map(user_from_row).transpose()?)
+    }
+
+    async fn list_users(
+        &self,
+        customer: CustomerId,
+        search: Option<&str>,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<UserRecord>, u64)> {
+        // LIKE with the search escaped, so `%` and `_` in a search match themselves.
+        let pattern = search
+            .map(|q| format!("%{}%", q.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+        let filter = "customer_id = ?1 AND (?2 IS NULL OR lower(username) LIKE ?2 ESCAPE '\\' OR lower(full_name) LIKE ?2 ESCAPE '\\')";
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM users WHERE {filter}"))
+            .bind(customer)
+            .bind(&pattern)
+            .fetch_one(&self.pool)
+            .await?;
+        let rows =
+            sqlx::query(&format!("SELECT * FROM users WHERE {filter} ORDER BY lower(username), id LIMIT ?3 OFFSET ?4"))
+                .bind(customer)
+                .bind(&pattern)
+                .bind(limit.min(i64::MAX as u64) as i64)
+                .bind(offset.min(i64::MAX as u64) as i64)
+                .fetch_all(&self.pool)
+                .await?;
+        let users = rows.iter().map(user_from_row).collect::<Result<Vec<_>, _>>()?;
+        Ok((users, total as u64))
+    }
+
+    async fn update_user(&self, customer: CustomerId, id: &str, u: &UserUpdate) -> StoreResult<Option<UserRecord>> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query(
+            "UPDATE users SET username = COALESCE(?, username), full_name = COALESCE(?, full_name),
+                              email = COALESCE(?, email), phone_number = COALESCE(?, phone_number),
+                              enabled = COALESCE(?, enabled), role = COALESCE(?, role)
+             WHERE customer_id = ? AND id = ? RETURNING *",
+        )
+        .bind(&u.username)
+        .bind(&u.full_name)
+        .bind(&u.email)
+        .bind(&u.phone_number)
+        .bind(u.enabled)
+        .bind(&u.role)
+        .bind(customer)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("username") } else { e.into() })?;
+        let Some(row) = row else { return Ok(None) };
+        let user = user_from_row(&row)?;
+        ensure_an_admin(&mut tx, customer).await?;
+        if !user.enabled {
+            sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Some(user))
+    }
+
+    async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM users WHERE customer_id = ? AND id = ?")
+            .bind(customer)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        ensure_an_admin(&mut tx, customer).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn set_password(&self, customer: CustomerId, user_id: &str, hash: Option<&str>) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE users SET password_hash = ? WHERE customer_id = ? AND id = ?")
+            .bind(hash)
+            .bind(customer)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(user_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn create_password_reset(&self, r: &PasswordReset) -> StoreResult<()> {
+        sqlx::query("INSERT INTO password_resets (token_hash, customer_id, user_id, expires_ms) VALUES (?, ?, ?, ?)")
+            .bind(&r.token_hash)
+            .bind(r.customer_id)
+            .bind(&r.user_id)
+            .bind(r.expires_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn password_reset(&self, token_hash: &str) -> StoreResult<Option<PasswordReset>> {
+        let row = sqlx::query("SELECT * FROM password_resets WHERE token_hash = ?")
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(reset_from_row).transpose()?)
+    }
+
+    async fn delete_password_reset(&self, token_hash: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM password_resets WHERE token_hash = ?").bind(token_hash).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn finish_password_reset(&self, token_hash: &str, hash: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let row = sqlx::query("DELETE FROM password_resets WHERE token_hash = ? RETURNING *")
+            .bind(token_hash)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(reset) = row.as_ref().map(reset_from_row).transpose()? else { return Ok(false) };
+        sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
+            .bind(hash)
+            .bind(&reset.user_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM password_resets WHERE user_id = ?").bind(&reset.user_id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(&reset.user_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn create_otp_seed(&self, seed: &OtpSeedRecord) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM otp_seeds WHERE user_id = ?").bind(&seed.user_id).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO otp_seeds (id, user_id, secret, created_ms) VALUES (?, ?, ?, ?)")
+            .bind(&seed.id)
+            .bind(&seed.user_id)
+            .bind(&seed.secret)
+            .bind(seed.created_ms)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn otp_seed(&self, user_id: &str, seed_id: &str) -> StoreResult<Option<OtpSeedRecord>> {
+        let row = sqlx::query("SELECT * FROM otp_seeds WHERE user_id = ? AND id = ?")
+            .bind(user_id)
+            .bind(seed_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row
+            .map(|r| -> Result<_, sqlx::Error> {
+                Ok(OtpSeedRecord {
+                    id: r.try_get("id")?,
+                    user_id: r.try_get("user_id")?,
+                    secret: r.try_get("secret")?,
+                    created_ms: r.try_get("created_ms")?,
+                })
+            })
+            .transpose()?)
+    }
+
+    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE users SET otp_enabled = 1, otp_secret = ?, otp_last_step = ? WHERE id = ? AND otp_enabled = 0",
+        )
+        .bind(secret)
+        .bind(last_step)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM otp_seeds WHERE user_id = ?").bind(user_id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn disable_otp(&self, user_id: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE users SET otp_enabled = 0, otp_secret = NULL, otp_last_step = 0 WHERE id = ?")
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE users SET otp_last_step = ? WHERE id = ? AND otp_last_step < ?")
+            .bind(step)
+            .bind(user_id)
+            .bind(step)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn identity_sources(&self, customer: CustomerId) -> StoreResult<Vec<(String, String)>> {
+        let rows = sqlx::query("SELECT id, configuration FROM identity_sources WHERE customer_id = ? ORDER BY id")
+            .bind(customer)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((r.try_get("id")?, r.try_get("configuration")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
+    async fn add_identity_source(&self, customer: CustomerId, id: &str, configuration: &str) -> StoreResult<()> {
+        sqlx::query("INSERT INTO identity_sources (customer_id, id, configuration) VALUES (?, ?, ?)")
+            .bind(customer)
+            .bind(id)
+            .bind(configuration)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("identity source") } else { e.into() })?;
+        Ok(())
     }
 
     async fn create_session(&self, s: &SessionRecord) -> StoreResult<()> {

@@ -43,7 +43,9 @@ impl TestApp {
         std::fs::write(static_dir.join("index.html"), "<!doctype html><title>Edge Console</title>").expect("index");
         std::fs::write(static_dir.join("app-1234.js"), "console.log(1)").expect("js");
         let clock = ManualClock::at(T0);
-        let settings = Settings::new(dir.path().join("data"), static_dir);
+        let mut settings = Settings::new(dir.path().join("data"), static_dir);
+        settings.login_slowdown = std::time::Duration::from_millis(1);
+        settings.public_url = "https://console.example".into();
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
         admin::add_customer(&state, "acme", "alice", PASSWORD).await.expect("acme");
         admin::add_customer(&state, "globex", "gina", PASSWORD).await.expect("globex");
@@ -58,6 +60,29 @@ impl TestApp {
         let raw = response.into_body().collect().await.expect("body").to_bytes().to_vec();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         Reply { status, headers, body, raw }
+    }
+
+    /// Creates a local user at `customer` through the API as that customer's admin; returns its id.
+    pub async fn add_user(&self, customer: &str, username: &str, role: &str) -> String {
+        let admin = if customer == "acme" { "alice" } else { "gina" };
+        let body = serde_json::json!({
+            "username": username,
+            "password": PASSWORD,
+            "full_name": format!("{username} Example"),
+            "email": format!("{username}@example.com"),
+            "role": {"id": role},
+        });
+        let reply = self
+            .send(req(Method::POST, &format!("/{customer}/v1/users")).basic(admin, PASSWORD).json(&body).done())
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "creating {username}: {}", reply.body);
+        reply.body["id"].as_str().expect("user id").to_string()
+    }
+
+    /// The id of an existing user, read through the API.
+    pub async fn user_id(&self, customer: &str, username: &str) -> String {
+        let c = self.state.store.customer_by_name(customer).await.unwrap().unwrap();
+        self.state.store.user_by_username(c.id, username).await.unwrap().unwrap().id
     }
 
     /// Logs in with Basic credentials and returns the session id.

@@ -1,0 +1,222 @@
+//! Who may do what: the role permission matrix and the access rules of every operation, checked in one place
+//! by the extractors below. A handler names its rule in its signature (`Allowed<perm::ManageUsers>`,
+//! `SelfOr<perm::ReadUsers>`, `Own`, `OwnWithPassword`, `Authed`) and receives the [`Caller`] only when the rule
+//! holds.
+
+use std::marker::PhantomData;
+
+use axum::{
+    extract::{FromRequestParts, RawPathParams},
+    http::request::Parts,
+};
+
+use crate::{
+    AppState,
+    auth::{Caller, Role},
+    error::{AppError, AppResult},
+};
+
+/// What a role may be allowed to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    ReadStats,
+    Ingest,
+    ReadUsers,
+    ManageUsers,
+    ReadRoles,
+    ResetPasswords,
+    DisableOtp,
+    ReadConfig,
+    WriteConfig,
+    Purge,
+    ReadPurgeStatus,
+    ReadLists,
+    WriteLists,
+    ReadTasks,
+    ReadAccount,
+    WriteAccount,
+}
+
+impl Role {
+    /// The permission matrix (decisions.md): admin everything; operator everything except users, roles and
+    /// account changes; viewer read-only statistics, configs, lists, tasks and purge status.
+    pub fn allows(self, p: Permission) -> bool {
+        use Permission::*;
+        match self {
+            Role::Admin => true,
+            Role::Operator => {
+                !matches!(p, ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount)
+            }
+            Role::Viewer => matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks),
+        }
+    }
+}
+
+/// The rule an operation is guarded by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Any authenticated user.
+    Authenticated,
+    /// A role with this permission.
+    Role(Permission),
+    /// The user named by `{user_id}` is the caller, or the caller's role has this permission.
+    SelfOr(Permission),
+    /// The user named by `{user_id}` is the caller (their own password and two-factor resources).
+    Own,
+    /// As `Own`, and the request carries the caller's password (HTTP Basic), not only a session.
+    OwnWithPassword,
+}
+
+/// Checks `rule` for `caller` against the target user of the path (if any). The one place access is decided.
+pub fn authorize(caller: &Caller, rule: Rule, target_user: Option<&str>) -> AppResult<()> {
+    let by_password = caller.session.is_none();
+    let own = target_user.is_some_and(|t| t == caller.user.id);
+    // With two-factor on, a password alone must not open the account: Basic credentials then serve only the
+    // user's own password and two-factor resources; everything else needs a session made with a code.
+    if by_password && caller.user.otp_enabled && !matches!(rule, Rule::Own | Rule::OwnWithPassword) {
+        return Err(AppError::Unauthorized {
+            kind: "otp_required",
+            message: "This account uses two-factor authentication: log in with a one-time code (POST /sessions \
+                      with X-OTP-Token) and use the session."
+                .into(),
+        });
+    }
+    let forbidden =
+        || AppError::Forbidden(format!("Your role ({}) does not allow this operation.", caller.role.as_str()));
+    match rule {
+        Rule::Authenticated => Ok(()),
+        Rule::Role(p) if caller.role.allows(p) => Ok(()),
+        Rule::Role(_) => Err(forbidden()),
+        Rule::SelfOr(p) if own || caller.role.allows(p) => Ok(()),
+        Rule::SelfOr(_) => Err(forbidden()),
+        Rule::Own | Rule::OwnWithPassword if !own => {
+            Err(AppError::Forbidden("You may only use your own password and two-factor resources.".into()))
+        }
+        Rule::OwnWithPassword if !by_password => Err(AppError::Unauthorized {
+            kind: "password_required",
+            message: "Confirm this with your username and password (HTTP Basic credentials).".into(),
+        }),
+        Rule::Own | Rule::OwnWithPassword => Ok(()),
+    }
+}
+
+/// The `{user_id}` of the request's path, if the route has one.
+async fn target_user(parts: &mut Parts, state: &AppState) -> Option<String> {
+    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
+    params.iter().find(|(k, _)| *k == "user_id").map(|(_, v)| v.to_string())
+}
+
+async fn check(parts: &mut Parts, state: &AppState, rule: Rule) -> AppResult<Caller> {
+    let caller = Caller::from_request_parts(parts, state).await?;
+    let target = target_user(parts, state).await;
+    authorize(&caller, rule, target.as_deref())?;
+    Ok(caller)
+}
+
+/// Permissions as types, so a handler's signature names the permission it needs.
+pub mod perm {
+    pub trait Perm: Send + Sync + 'static {
+        const PERMISSION: super::Permission;
+    }
+    macro_rules! perms {
+        ($($name:ident),* $(,)?) => {$(
+            pub struct $name;
+            impl Perm for $name {
+                const PERMISSION: super::Permission = super::Permission::$name;
+            }
+        )*};
+    }
+    perms!(
+        ReadStats,
+        Ingest,
+        ReadUsers,
+        ManageUsers,
+        ReadRoles,
+        ResetPasswords,
+        DisableOtp,
+        ReadConfig,
+        WriteConfig,
+        Purge,
+        ReadPurgeStatus,
+        ReadLists,
+        WriteLists,
+        ReadTasks,
+        ReadAccount,
+        WriteAccount,
+    );
+}
+
+macro_rules! rule_extractor {
+    ($(#[$doc:meta])* $name:ident $(<$p:ident>)?, $rule:expr) => {
+        $(#[$doc])*
+        pub struct $name$(<$p>)?(pub Caller $(, pub PhantomData<$p>)?);
+
+        impl$(<$p: perm::Perm>)? FromRequestParts<AppState> for $name$(<$p>)? {
+            type Rejection = AppError;
+
+            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+                let caller = check(parts, state, $rule).await?;
+                Ok($name(caller $(, PhantomData::<$p>)?))
+            }
+        }
+    };
+}
+
+rule_extractor!(
+    /// Any authenticated caller.
+    Authed,
+    Rule::Authenticated
+);
+rule_extractor!(
+    /// A caller whose role has permission `P`.
+    Allowed<P>,
+    Rule::Role(P::PERMISSION)
+);
+rule_extractor!(
+    /// The caller is the path's `{user_id}`, or has permission `P`.
+    SelfOr<P>,
+    Rule::SelfOr(P::PERMISSION)
+);
+rule_extractor!(
+    /// The caller is the path's `{user_id}`.
+    Own,
+    Rule::Own
+);
+rule_extractor!(
+    /// The caller is the path's `{user_id}` and sent their password with this request.
+    OwnWithPassword,
+    Rule::OwnWithPassword
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_matrix_follows_the_decisions() {
+        use Permission::*;
+        let all = [
+            ReadStats,
+            Ingest,
+            ReadUsers,
+            ManageUsers,
+            ReadRoles,
+            ResetPasswords,
+            DisableOtp,
+            ReadConfig,
+            WriteConfig,
+            Purge,
+            ReadPurgeStatus,
+            ReadLists,
+            WriteLists,
+            ReadTasks,
+            ReadAccount,
+            WriteAccount,
+        ];
+        assert!(all.iter().all(|p| Role::Admin.allows(*p)));
+        let operator: Vec<_> = all.iter().filter(|p| !Role::Operator.allows(**p)).collect();
+        assert_eq!(operator, [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount]);
+        let viewer: Vec<_> = all.iter().filter(|p| Role::Viewer.allows(**p)).collect();
+        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks]);
+    }
+}

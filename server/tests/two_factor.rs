@@ -1,0 +1,218 @@
+//! Two-factor authentication end to end through the router: seed, pairing, login with a code, replay
+//! refused, Basic alone refused, disabling by an administrator.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use edge_server::otp::{code_at, step_of};
+use serde_json::{Value, json};
+
+async fn seed(app: &TestApp, user: &str, id: &str) -> Value {
+    let reply =
+        app.send(req(Method::POST, &format!("/acme/v1/users/{id}/otp/seeds")).basic(user, PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body
+}
+
+/// Pairs `user` with codes of the previous and the current step; returns the secret.
+async fn pair(app: &TestApp, user: &str, id: &str) -> String {
+    let seed = seed(app, user, id).await;
+    let secret = seed["seed"].as_str().unwrap().to_string();
+    let step = step_of(now(app));
+    let body = json!({
+        "seed_id": seed["id"],
+        "first_token": code_at(&secret, step - 1).unwrap(),
+        "second_token": code_at(&secret, step).unwrap(),
+    });
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{id}/otp/pairing")).basic(user, PASSWORD).json(&body).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    secret
+}
+
+fn now(app: &TestApp) -> i64 {
+    use edge_server::clock::Clock;
+    app.clock.now_ms()
+}
+
+#[tokio::test]
+async fn seed_pairing_login_with_a_code_and_replay_refused() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "operator").await;
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(
+        reply.body,
+        json!({
+            "pairing_uri": format!("/acme/v1/users/{bob}/otp/pairing"), "uri": format!("/acme/v1/users/{bob}/otp"),
+            "enabled": false, "seeds_uri": format!("/acme/v1/users/{bob}/otp/seeds")
+        })
+    );
+    let seed_body = seed(&app, "bob", &bob).await;
+    let secret = seed_body["seed"].as_str().unwrap();
+    assert_eq!(secret.len(), 32, "160-bit base32 secret");
+    let step = step_of(now(&app));
+
+    // Wrong, reversed or non-sequential codes do not pair.
+    for (first, second) in [
+        ("000000".to_string(), "000000".to_string()),
+        (code_at(secret, step).unwrap(), code_at(secret, step - 1).unwrap()),
+        (code_at(secret, step - 3).unwrap(), code_at(secret, step - 2).unwrap()),
+    ] {
+        let body = json!({"seed_id": seed_body["id"], "first_token": first, "second_token": second});
+        let reply = app
+            .send(
+                req(Method::PUT, &format!("/acme/v1/users/{bob}/otp/pairing"))
+                    .basic("bob", PASSWORD)
+                    .json(&body)
+                    .done(),
+            )
+            .await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_tokens");
+    }
+    let body = json!({"seed_id": "nope", "first_token": "1", "second_token": "2"});
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{bob}/otp/pairing")).basic("bob", PASSWORD).json(&body).done())
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_seed");
+
+    let body = json!({
+        "seed_id": seed_body["id"],
+        "first_token": code_at(secret, step - 1).unwrap(),
+        "second_token": code_at(secret, step).unwrap(),
+    });
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{bob}/otp/pairing")).basic("bob", PASSWORD).json(&body).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(reply.body["enabled"], true);
+    let reply =
+        app.send(req(Method::POST, &format!("/acme/v1/users/{bob}/otp/seeds")).basic("bob", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::CONFLICT, "already_paired");
+
+    // Login now needs a code.
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "123456").done())
+        .await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_invalid");
+    // The pairing's own codes are used up.
+    let used = code_at(secret, step).unwrap();
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", &used).done())
+        .await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_invalid");
+    let next = code_at(secret, step + 1).unwrap();
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", &next).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let session = reply.body["id"].as_str().unwrap().to_string();
+    // The same code a second time: replay refused.
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", &next).done())
+        .await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_invalid");
+    // A wrong password with a right code is still a wrong password.
+    app.clock.advance_ms(60_000);
+    let code = code_at(secret, step_of(now(&app))).unwrap();
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/sessions").basic("bob", "wrong-password-1").header("X-OTP-Token", &code).done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "invalid_credentials");
+
+    // The session works; Basic alone does not, except for the user's own two-factor and password resources.
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}")).cookie(&session).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}")).basic("bob", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn two_factor_resources_need_the_users_own_password() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    let session = app.login("acme", "bob", PASSWORD).await;
+    for (method, path) in [(Method::GET, "otp"), (Method::GET, "otp/pairing"), (Method::POST, "otp/seeds")] {
+        let uri = format!("/acme/v1/users/{bob}/{path}");
+        let reply = app.send(req(method.clone(), &uri).cookie(&session).done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
+        // An administrator cannot use another user's.
+        let reply = app.send(req(method.clone(), &uri).basic("alice", PASSWORD).done()).await;
+        assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+        let reply = app.send(req(method, &uri).done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    let reply =
+        app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp/pairing")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(
+        reply.body,
+        json!({"first_token": "", "second_token": "", "seed_id": "", "uri": format!("/acme/v1/users/{bob}/otp/pairing")})
+    );
+}
+
+#[tokio::test]
+async fn a_seed_expires_after_15_minutes() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    let seed_body = seed(&app, "bob", &bob).await;
+    app.clock.advance_ms(15 * 60 * 1000);
+    let secret = seed_body["seed"].as_str().unwrap();
+    let step = step_of(now(&app));
+    let body = json!({
+        "seed_id": seed_body["id"],
+        "first_token": code_at(secret, step - 1).unwrap(),
+        "second_token": code_at(secret, step).unwrap(),
+    });
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{bob}/otp/pairing")).basic("bob", PASSWORD).json(&body).done())
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_seed");
+}
+
+#[tokio::test]
+async fn only_an_administrator_disables_two_factor() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "operator").await;
+    pair(&app, "bob", &bob).await;
+    let uri = format!("/acme/v1/users/{bob}/otp/pairing");
+    let reply = app.send(req(Method::DELETE, &uri).basic("bob", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    app.add_user("acme", "olga", "operator").await;
+    let reply = app.send(req(Method::DELETE, &uri).basic("olga", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+    let reply = app.send(req(Method::DELETE, &uri).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["enabled"], false);
+    // No effect when already disabled.
+    let reply = app.send(req(Method::DELETE, &uri).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply =
+        app.send(req(Method::DELETE, "/acme/v1/users/nosuch/otp/pairing").basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    app.login("acme", "bob", PASSWORD).await;
+}
+
+#[tokio::test]
+async fn wrong_codes_are_throttled_like_wrong_passwords() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    pair(&app, "bob", &bob).await;
+    for _ in 0..10 {
+        let reply = app
+            .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000").done())
+            .await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    }
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000").done())
+        .await;
+    assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+}
