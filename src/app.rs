@@ -20,6 +20,7 @@ pub fn App() -> impl IntoView {
             <Routes fallback=pages::NotFound>
                 <Route path=path!("/") view=Home />
                 <Route path=path!("/login") view=LoginPage />
+                <Route path=path!("/reset-password") view=pages::reset::ResetPasswordPage />
                 <ParentRoute path=path!("/:customer") view=Layout>
                     <Route path=path!("") view=StatsRedirect />
                     <Route path=path!("stats") view=pages::Statistics />

@@ -1,6 +1,6 @@
 //! Who is logged in, shared by every view: the customer, the username and the session.
 
-use edge_api::Session;
+use edge_api::{Session, User};
 use leptos::prelude::*;
 
 const LAST_LOGIN_KEY: &str = "edge-console.last-login";
@@ -12,15 +12,34 @@ pub struct LoggedIn {
     pub session: Session,
 }
 
-/// The login state, provided near the root of the app.
+/// The login state, provided near the root of the app: the session, and the logged-in user once read.
 #[derive(Clone, Copy)]
-pub struct Auth(RwSignal<Option<LoggedIn>>);
+pub struct Auth(RwSignal<Option<LoggedIn>>, RwSignal<Option<User>>);
 
 impl Auth {
     pub fn provide() -> Auth {
-        let auth = Auth(RwSignal::new(None));
+        let auth = Auth(RwSignal::new(None), RwSignal::new(None));
         provide_context(auth);
         auth
+    }
+
+    /// The logged-in user's record (role, two-factor, details), tracked; `None` until read.
+    pub fn me(&self) -> Option<User> {
+        self.1.get()
+    }
+
+    /// The logged-in user's record, untracked.
+    pub fn me_untracked(&self) -> Option<User> {
+        self.1.get_untracked()
+    }
+
+    pub fn set_me(&self, user: Option<User>) {
+        self.1.set(user);
+    }
+
+    /// True when the logged-in user is an administrator.
+    pub fn is_admin(&self) -> bool {
+        self.1.with(|u| u.as_ref().is_some_and(|u| u.role.id == "admin"))
     }
 
     pub fn get() -> Auth {
@@ -46,6 +65,7 @@ impl Auth {
     pub fn clear(&self) -> bool {
         let had = self.0.get_untracked().is_some();
         self.0.set(None);
+        self.1.set(None);
         had
     }
 }

@@ -178,6 +178,19 @@ pub struct PasswordResetCompletion {
     pub password: String,
 }
 
+/// The roles, with what each allows, for pickers and explanations.
+pub const ROLES: [(&str, &str); 3] = [
+    ("admin", "Everything, including users, roles, two-factor resets and account changes."),
+    (
+        "operator",
+        "Everything except users, roles and account changes: configuration, purges, network lists, ingestion.",
+    ),
+    (
+        "viewer",
+        "Read-only: statistics, configurations, network lists, tasks and purge status; their own password and two-factor.",
+    ),
+];
+
 /// The password policy of the local identity source; the server enforces it and the console shows it.
 pub const PASSWORD_MIN_LENGTH: usize = 12;
 

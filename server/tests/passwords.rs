@@ -55,6 +55,28 @@ async fn changing_a_password_needs_basic_credentials_and_ends_sessions() {
 }
 
 #[tokio::test]
+async fn changing_a_password_from_a_console_keeps_that_consoles_session_only() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    let console = app.login("acme", "bob", PASSWORD).await;
+    let elsewhere = app.login("acme", "bob", PASSWORD).await;
+    let reply = app
+        .send(
+            req(Method::PUT, &format!("/acme/v1/users/{bob}/password"))
+                .basic("bob", PASSWORD)
+                .cookie(&console)
+                .json(&json!({"password": NEW_PASSWORD}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions/current").cookie(&console).done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions/current").cookie(&elsewhere).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
 async fn remote_users_have_no_password_resource() {
     let app = TestApp::new().await;
     edge_server::admin::add_identity_source(&app.state, "acme", "corp-sso", "{}").await.unwrap();

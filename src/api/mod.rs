@@ -2,6 +2,7 @@
 //! Pages never build URLs or call fetch themselves.
 
 mod sessions;
+mod users;
 
 use std::{cell::RefCell, rc::Rc};
 
@@ -10,6 +11,7 @@ use gloo_net::http::{RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
 pub use sessions::*;
+pub use users::*;
 
 /// A failed API call: the status (0 when the server could not be reached) and the API's error body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,21 +89,48 @@ async fn error_of(response: Response) -> ApiError {
     ApiError { status, body }
 }
 
+/// A request ready to send, with or without a body.
+pub enum Sendable {
+    Bare(RequestBuilder),
+    Built(gloo_net::http::Request),
+}
+
+impl From<RequestBuilder> for Sendable {
+    fn from(r: RequestBuilder) -> Self {
+        Sendable::Bare(r)
+    }
+}
+
+impl From<gloo_net::http::Request> for Sendable {
+    fn from(r: gloo_net::http::Request) -> Self {
+        Sendable::Built(r)
+    }
+}
+
 /// Sends an authenticated request (the session cookie goes along by itself). A 401 means the session is gone.
-async fn send(request: RequestBuilder) -> ApiResult<Response> {
-    let response = request.send().await.map_err(ApiError::network)?;
+async fn send(request: impl Into<Sendable>) -> ApiResult<Response> {
+    let response = match request.into() {
+        Sendable::Bare(r) => r.send().await,
+        Sendable::Built(r) => r.send().await,
+    }
+    .map_err(ApiError::network)?;
     if response.status() == 401 {
         session_lost();
     }
     Ok(response)
 }
 
-async fn send_json<T: DeserializeOwned>(request: RequestBuilder) -> ApiResult<T> {
+/// A request with a JSON body.
+fn with_json(request: RequestBuilder, body: &impl serde::Serialize) -> ApiResult<gloo_net::http::Request> {
+    request.json(body).map_err(ApiError::network)
+}
+
+async fn send_json<T: DeserializeOwned>(request: impl Into<Sendable>) -> ApiResult<T> {
     decode(send(request).await?).await
 }
 
 /// Sends a request whose success has no body.
-async fn send_empty(request: RequestBuilder) -> ApiResult<()> {
+async fn send_empty(request: impl Into<Sendable>) -> ApiResult<()> {
     let response = send(request).await?;
     if (200..300).contains(&response.status()) { Ok(()) } else { Err(error_of(response).await) }
 }

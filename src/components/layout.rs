@@ -14,6 +14,9 @@ use crate::{
     session::{Auth, LoggedIn, remembered_login},
 };
 
+/// Activity keeps the session alive with at most one request this often.
+const KEEP_ALIVE_EVERY_MS: f64 = 60_000.0;
+
 /// The navigation: path under `/{customer}/` and label.
 pub const NAV: [(&str, &str); 9] = [
     ("stats", "Statistics"),
@@ -87,9 +90,51 @@ pub fn Layout() -> impl IntoView {
         });
     }
 
+    // The logged-in user's record: its role and two-factor state decide what the views offer.
+    let me_key = Memo::new(move |_| auth.current().map(|l| (l.customer, l.session.user.id)));
+    let me = LocalResource::new(move || {
+        let key = me_key.get();
+        async move {
+            match key {
+                Some((customer, id)) => api::get_user(&customer, &id).await.ok(),
+                None => None,
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(user) = me.get() {
+            auth.set_me(user);
+        }
+    });
+
+    // Using the console (keys, clicks) keeps the session alive, at most one request a minute.
+    let last_keep_alive = StoredValue::new(js_sys::Date::now());
+    let poke = move || {
+        let now = js_sys::Date::now();
+        if now - last_keep_alive.get_value() < KEEP_ALIVE_EVERY_MS {
+            return;
+        }
+        last_keep_alive.set_value(now);
+        if let Some(login) = auth.for_customer(&customer.get_untracked()) {
+            leptos::task::spawn_local(async move {
+                let _ = api::keep_alive(&login.customer, &login.session.id).await;
+            });
+        }
+    };
+    let keys = window_event_listener(leptos::ev::keydown, move |_| poke());
+    let clicks = window_event_listener(leptos::ev::pointerdown, move |_| poke());
+    on_cleanup(move || {
+        keys.remove();
+        clicks.remove();
+    });
+
     // Only login and logout re-render the frame; a refreshed session expiry does not.
-    let who =
-        Memo::new(move |_| auth.current().filter(|l| l.customer == customer.get()).map(|l| (l.customer, l.username)));
+    let who = Memo::new(move |_| {
+        auth.current().filter(|l| l.customer == customer.get()).map(|l| {
+            let username = auth.me().map(|u| u.username).unwrap_or(l.username);
+            (l.customer, username)
+        })
+    });
 
     let logout = Action::new_local(move |_: &()| {
         let customer = customer.get_untracked();

@@ -1,4 +1,5 @@
 //! Shared UI pieces.
 
+pub mod dialog;
 pub mod errors;
 pub mod layout;

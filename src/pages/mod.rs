@@ -1,9 +1,21 @@
 //! One module per route.
 
 pub mod login;
+pub mod me;
+pub mod reset;
+pub mod users;
 
 use leptos::prelude::*;
-use leptos_router::components::A;
+use leptos_router::{components::A, hooks::use_params_map};
+
+pub use me::MyAccount;
+pub use users::Users;
+
+/// The customer of the current route (`/:customer/...`).
+pub fn use_customer() -> Memo<String> {
+    let params = use_params_map();
+    Memo::new(move |_| params.read().get("customer").unwrap_or_default())
+}
 
 /// A view whose content arrives with a later part of the console: says what it will hold.
 #[component]
@@ -37,16 +49,6 @@ pub fn Security() -> impl IntoView {
             summary="Security events, WAF and traffic-shaping trends and top-K reports."
         />
     }
-}
-
-#[component]
-pub fn Users() -> impl IntoView {
-    view! { <Upcoming title="Users & roles" summary="Users of the account, their roles, two-factor and passwords." /> }
-}
-
-#[component]
-pub fn MyAccount() -> impl IntoView {
-    view! { <Upcoming title="My account" summary="Change your password and set up two-factor authentication." /> }
 }
 
 #[component]

@@ -3,7 +3,7 @@
 
 use axum::{
     extract::{Path, State},
-    http::StatusCode,
+    http::{HeaderMap, StatusCode},
 };
 use edge_api::{ErrorBody, Password, PasswordResetCompletion, check_password_policy, paths};
 use rand::RngCore;
@@ -67,7 +67,7 @@ async fn get_password(
 }
 
 /// Change one's own password. Needs HTTP Basic credentials of that user (the current password); ends all of
-/// the user's sessions.
+/// the user's sessions except the one whose cookie came with the request, so a console stays logged in.
 #[utoipa::path(
     put, path = "/users/{user_id}/password", tag = "passwords",
     params(("user_id" = String, Path, description = "User id (the caller's own)")),
@@ -86,13 +86,15 @@ async fn put_password(
     State(state): State<AppState>,
     OwnWithPassword(caller): OwnWithPassword,
     Path(p): Path<UserPath>,
+    headers: HeaderMap,
     Json(body): Json<Password>,
 ) -> AppResult<axum::Json<Password>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
     local_only(&user)?;
     policy(&user, &body.password)?;
     let hash = auth::hash_password(&body.password)?;
-    state.store.set_password(caller.customer.id, &user.id, Some(&hash)).await?;
+    let keep = auth::session_cookie(&headers).map(|id| auth::token_hash(&id));
+    state.store.set_password(caller.customer.id, &user.id, Some(&hash), keep.as_deref()).await?;
     Ok(axum::Json(password_body(&caller.customer, &user.id)))
 }
 
@@ -145,7 +147,7 @@ async fn reset_password(
         state.store.delete_password_reset(&reset.token_hash).await?;
         return Err(e.context("sending the password-reset mail").into());
     }
-    state.store.set_password(caller.customer.id, &user.id, None).await?;
+    state.store.set_password(caller.customer.id, &user.id, None, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

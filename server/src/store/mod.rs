@@ -141,8 +141,15 @@ pub trait Store: Send + Sync + 'static {
     -> StoreResult<Option<UserRecord>>;
     /// Deletes a user with its sessions; false when it did not exist; [`StoreError::LastAdmin`] as above.
     async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool>;
-    /// Sets (or with `None` invalidates) a user's password and ends all its sessions.
-    async fn set_password(&self, customer: CustomerId, user_id: &str, hash: Option<&str>) -> StoreResult<bool>;
+    /// Sets (or with `None` invalidates) a user's password and ends all its sessions but `keep_session` (a token
+    /// hash).
+    async fn set_password(
+        &self,
+        customer: CustomerId,
+        user_id: &str,
+        hash: Option<&str>,
+        keep_session: Option<&str>,
+    ) -> StoreResult<bool>;
 
     async fn create_password_reset(&self, reset: &PasswordReset) -> StoreResult<()>;
     async fn password_reset(&self, token_hash: &str) -> StoreResult<Option<PasswordReset>>;

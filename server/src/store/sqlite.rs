@@ -256,7 +256,13 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
-    async fn set_password(&self, customer: CustomerId, user_id: &str, hash: Option<&str>) -> StoreResult<bool> {
+    async fn set_password(
+        &self,
+        customer: CustomerId,
+        user_id: &str,
+        hash: Option<&str>,
+        keep_session: Option<&str>,
+    ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let done = sqlx::query("UPDATE users SET password_hash = ? WHERE customer_id = ? AND id = ?")
             .bind(hash)
@@ -264,7 +270,11 @@ impl Store for SqliteStore {
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(user_id).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = ? AND token_hash IS NOT ?")
+            .bind(user_id)
+            .bind(keep_session)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }

@@ -1,0 +1,480 @@
+//! Users & roles: a paged, searchable table of the account's users; create, edit, delete, reset password and
+//! disable two-factor (administrators only); what each role allows.
+
+use edge_api::{Link, ROLES, User, UserInput};
+use leptos::{ev, prelude::*};
+
+use crate::{
+    api::{self, ApiError},
+    components::{
+        dialog::{Confirm, Dialog},
+        errors::{ApiErrorNotice, FieldError, FormError},
+    },
+    pages::use_customer,
+    session::Auth,
+};
+
+const PAGE_SIZE: u64 = 20;
+
+/// The user being created or edited.
+#[derive(Clone)]
+enum Editing {
+    New,
+    Existing(Box<User>),
+}
+
+/// A consequential action awaiting confirmation.
+#[derive(Clone)]
+enum Pending {
+    Delete(User),
+    ResetPassword(User),
+    DisableOtp(User),
+}
+
+#[component]
+pub fn Users() -> impl IntoView {
+    let auth = Auth::get();
+    view! {
+        <section class="page">
+            <h1>"Users & roles"</h1>
+            {move || match auth.me() {
+                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                Some(me) if me.role.id == "admin" => view! { <UserAdmin me /> }.into_any(),
+                Some(me) => {
+                    view! {
+                        <div class="notice info">
+                            {format!(
+                                "Only administrators manage users. You are logged in as {} with the {} role.",
+                                me.username,
+                                me.role.id,
+                            )}
+                        </div>
+                    }
+                        .into_any()
+                }
+            }}
+            <RoleTable />
+        </section>
+    }
+}
+
+#[component]
+fn RoleTable() -> impl IntoView {
+    view! {
+        <h2>"Roles"</h2>
+        <table class="data roles">
+            <thead>
+                <tr>
+                    <th>"Role"</th>
+                    <th>"Allows"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {ROLES
+                    .iter()
+                    .map(|(id, text)| {
+                        view! {
+                            <tr>
+                                <td>
+                                    <span class=format!("badge role-{id}")>{*id}</span>
+                                </td>
+                                <td>{*text}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[component]
+fn UserAdmin(me: User) -> impl IntoView {
+    let customer = use_customer();
+    let page = RwSignal::new(1u64);
+    let query = RwSignal::new(String::new());
+    let search = RwSignal::new(String::new());
+    let reload = RwSignal::new(0u32);
+    let users = LocalResource::new(move || {
+        let (customer, page, search) = (customer.get(), page.get(), search.get());
+        reload.track();
+        async move { api::list_users(&customer, page, PAGE_SIZE, &search).await }
+    });
+    let editing = RwSignal::new(None::<Editing>);
+    let pending = RwSignal::new(None::<Pending>);
+    let notice = RwSignal::new(None::<String>);
+
+    let act = Action::new_local(move |p: &Pending| {
+        let (customer, p) = (customer.get_untracked(), p.clone());
+        async move {
+            match &p {
+                Pending::Delete(u) => {
+                    api::delete_user(&customer, &u.id).await.map(|_| format!("{} was deleted.", u.username))
+                }
+                Pending::ResetPassword(u) => api::reset_password(&customer, &u.id)
+                    .await
+                    .map(|_| format!("{}'s password was reset; a link to set a new one was e-mailed.", u.username)),
+                Pending::DisableOtp(u) => api::disable_otp(&customer, &u.id)
+                    .await
+                    .map(|_| format!("Two-factor authentication of {} is off.", u.username)),
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(message)) = act.value().get() {
+            pending.set(None);
+            notice.set(Some(message));
+            reload.update(|n| *n += 1);
+        }
+    });
+    let act_error = Signal::derive(move || act.value().get().and_then(Result::err));
+
+    let on_search = move |e: ev::SubmitEvent| {
+        e.prevent_default();
+        page.set(1);
+        search.set(query.get_untracked());
+    };
+    let me_id = me.id.clone();
+
+    view! {
+        <div class="toolbar">
+            <form class="search" role="search" on:submit=on_search>
+                <input
+                    type="search"
+                    name="q"
+                    placeholder="Search by username or name"
+                    aria-label="Search users"
+                    bind:value=query
+                />
+                <button type="submit">"Search"</button>
+            </form>
+            <span class="spacer"></span>
+            <button
+                class="primary"
+                id="new-user"
+                on:click=move |_| {
+                    notice.set(None);
+                    editing.set(Some(Editing::New));
+                }
+            >
+                "New user"
+            </button>
+        </div>
+        {move || notice.get().map(|n| view! { <div class="notice success" role="status">{n}</div> })}
+        <Transition fallback=|| view! { <p class="muted">"Loading users…"</p> }>
+            {move || {
+                let me_id = me_id.clone();
+                Suspend::new(async move {
+                    match users.await {
+                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
+                        Ok(list) if list.items.is_empty() => {
+                            view! {
+                                <div class="empty">
+                                    {if search.get_untracked().is_empty() {
+                                        "No users yet.".to_string()
+                                    } else {
+                                        format!("No user matches “{}”.", search.get_untracked())
+                                    }}
+                                </div>
+                            }
+                                .into_any()
+                        }
+                        Ok(list) => {
+                            let first = (list.page_index - 1) * PAGE_SIZE + 1;
+                            let last = first + list.items.len() as u64 - 1;
+                            let rows = list
+                                .items
+                                .into_iter()
+                                .map(|user| view! { <UserRow user me_id=me_id.clone() editing pending notice /> })
+                                .collect_view();
+                            view! {
+                                <table class="data users">
+                                    <thead>
+                                        <tr>
+                                            <th>"Username"</th>
+                                            <th>"Name"</th>
+                                            <th>"E-mail"</th>
+                                            <th>"Role"</th>
+                                            <th>"Status"</th>
+                                            <th>"Two-factor"</th>
+                                            <th class="actions">"Actions"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>{rows}</tbody>
+                                </table>
+                                <div class="pager">
+                                    <span class="muted">{format!("{first}–{last} of {}", list.total)}</span>
+                                    <button disabled=move || page.get() <= 1 on:click=move |_| page.update(|p| *p -= 1)>
+                                        "Previous"
+                                    </button>
+                                    <button disabled=!list.has_more on:click=move |_| page.update(|p| *p += 1)>
+                                        "Next"
+                                    </button>
+                                </div>
+                            }
+                                .into_any()
+                        }
+                    }
+                })
+            }}
+        </Transition>
+        {move || {
+            editing
+                .get()
+                .map(|mode| {
+                    view! {
+                        <UserForm
+                            mode
+                            on_done=Callback::new(move |message: String| {
+                                editing.set(None);
+                                notice.set(Some(message));
+                                reload.update(|n| *n += 1);
+                            })
+                            on_close=Callback::new(move |_| editing.set(None))
+                        />
+                    }
+                })
+        }}
+        {move || {
+            pending
+                .get()
+                .map(|p| {
+                    let (title, message, action) = match &p {
+                        Pending::Delete(u) => (
+                            format!("Delete {}?", u.username),
+                            format!("{} will be removed with all their sessions. This cannot be undone.", u.username),
+                            "Delete user",
+                        ),
+                        Pending::ResetPassword(u) => (
+                            format!("Reset the password of {}?", u.username),
+                            format!(
+                                "Their current password stops working at once, their sessions end, and a link to set a new one is e-mailed to {}.",
+                                if u.email.is_empty() { &u.username } else { &u.email },
+                            ),
+                            "Reset password",
+                        ),
+                        Pending::DisableOtp(u) => (
+                            format!("Turn off two-factor for {}?", u.username),
+                            format!("{} will log in with the password alone until they set up two-factor again.", u.username),
+                            "Turn off two-factor",
+                        ),
+                    };
+                    view! {
+                        <Confirm
+                            title
+                            message
+                            action=action.to_string()
+                            pending=act.pending()
+                            error=act_error
+                            on_confirm=Callback::new(move |_| {
+                                act.dispatch(p.clone());
+                            })
+                            on_close=Callback::new(move |_| {
+                                act.value().set(None);
+                                pending.set(None);
+                            })
+                        />
+                    }
+                })
+        }}
+    }
+}
+
+#[component]
+fn UserRow(
+    user: User,
+    me_id: String,
+    editing: RwSignal<Option<Editing>>,
+    pending: RwSignal<Option<Pending>>,
+    notice: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let is_me = user.id == me_id;
+    let local = user.source.id == "local";
+    let otp = user.otp_enabled;
+    let ask = move |p: Pending| {
+        notice.set(None);
+        pending.set(Some(p));
+    };
+    let (u1, u2, u3, u4) = (user.clone(), user.clone(), user.clone(), user.clone());
+    view! {
+        <tr data-username=user.username.clone()>
+            <td>
+                <strong>{user.username.clone()}</strong>
+                {is_me.then(|| view! { <span class="muted">" (you)"</span> })}
+                {(!local).then(|| view! { <div class="muted small">{format!("via {}", user.source.id)}</div> })}
+            </td>
+            <td>{user.full_name.clone()}</td>
+            <td>{user.email.clone()}</td>
+            <td>
+                <span class=format!("badge role-{}", user.role.id)>{user.role.id.clone()}</span>
+            </td>
+            <td>
+                {if user.enabled {
+                    view! { <span class="badge ok">"Enabled"</span> }
+                } else {
+                    view! { <span class="badge off">"Disabled"</span> }
+                }}
+            </td>
+            <td>{if otp { "On" } else { "Off" }}</td>
+            <td class="actions">
+                <button class="link" on:click=move |_| editing.set(Some(Editing::Existing(Box::new(u1.clone()))))>"Edit"</button>
+                {local
+                    .then(|| {
+                        view! {
+                            <button class="link" on:click=move |_| ask(Pending::ResetPassword(u2.clone()))>
+                                "Reset password"
+                            </button>
+                        }
+                    })}
+                {otp
+                    .then(|| {
+                        view! {
+                            <button class="link" on:click=move |_| ask(Pending::DisableOtp(u3.clone()))>
+                                "Turn off two-factor"
+                            </button>
+                        }
+                    })}
+                <button class="link danger" on:click=move |_| ask(Pending::Delete(u4.clone()))>"Delete"</button>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) -> impl IntoView {
+    let customer = use_customer();
+    let existing = match &mode {
+        Editing::Existing(u) => Some((**u).clone()),
+        Editing::New => None,
+    };
+    let remote = existing.as_ref().is_some_and(|u| u.source.id != "local");
+    let field = |f: fn(&User) -> String| RwSignal::new(existing.as_ref().map(f).unwrap_or_default());
+    let username = field(|u| u.username.clone());
+    let full_name = field(|u| u.full_name.clone());
+    let email = field(|u| u.email.clone());
+    let phone = field(|u| u.phone_number.clone());
+    let role = RwSignal::new(existing.as_ref().map(|u| u.role.id.clone()).unwrap_or_else(|| "viewer".into()));
+    let enabled = RwSignal::new(existing.as_ref().is_none_or(|u| u.enabled));
+    let password = RwSignal::new(String::new());
+    let id = existing.as_ref().map(|u| u.id.clone());
+    let is_new = id.is_none();
+
+    let save = Action::new_local(move |input: &UserInput| {
+        let (customer, input, id) = (customer.get_untracked(), input.clone(), id.clone());
+        async move {
+            match id {
+                Some(id) => {
+                    api::update_user(&customer, &id, &input).await.map(|u| format!("{} was saved.", u.username))
+                }
+                None => api::create_user(&customer, &input).await.map(|u| format!("{} was created.", u.username)),
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(message)) = save.value().get() {
+            on_done.run(message);
+        }
+    });
+    let error: Signal<Option<ApiError>> = Signal::derive(move || save.value().get().and_then(Result::err));
+
+    let submit = move |e: ev::SubmitEvent| {
+        e.prevent_default();
+        let input = if remote {
+            UserInput { role: Some(Link { id: role.get_untracked(), uri: String::new() }), ..Default::default() }
+        } else {
+            UserInput {
+                username: Some(username.get_untracked().trim().to_string()),
+                password: is_new.then(|| password.get_untracked()),
+                full_name: Some(full_name.get_untracked().trim().to_string()),
+                email: Some(email.get_untracked().trim().to_string()),
+                phone_number: Some(phone.get_untracked().trim().to_string()),
+                enabled: Some(enabled.get_untracked()),
+                role: Some(Link { id: role.get_untracked(), uri: String::new() }),
+                source: None,
+            }
+        };
+        save.dispatch(input);
+    };
+
+    let title = match &existing {
+        Some(u) => format!("Edit {}", u.username),
+        None => "New user".to_string(),
+    };
+    view! {
+        <Dialog title on_close>
+            <form class="form" on:submit=submit novalidate>
+                <FormError error fields=&["username", "full_name", "email", "phone_number", "role", "password"] />
+                {(!remote)
+                    .then(|| {
+                        view! {
+                            <label>
+                                "Username"
+                                <input name="username" autocomplete="off" bind:value=username autofocus=is_new />
+                                <FieldError error field="username" />
+                            </label>
+                            <label>
+                                "Full name"
+                                <input name="full_name" autocomplete="off" bind:value=full_name />
+                                <FieldError error field="full_name" />
+                            </label>
+                            <label>
+                                "E-mail"
+                                <input name="email" type="email" autocomplete="off" bind:value=email />
+                                <FieldError error field="email" />
+                            </label>
+                            <label>
+                                "Phone"
+                                <input name="phone_number" type="tel" autocomplete="off" bind:value=phone />
+                                <FieldError error field="phone_number" />
+                            </label>
+                        }
+                    })}
+                {remote.then(|| view! { <p class="muted">"This user comes from a remote identity source: only the role is held here."</p> })}
+                <label>
+                    "Role"
+                    <select name="role" prop:value=move || role.get() on:change=move |e| role.set(event_target_value(&e))>
+                        {ROLES
+                            .iter()
+                            .map(|(id, text)| view! { <option value=*id title=*text>{*id}</option> })
+                            .collect_view()}
+                    </select>
+                    <span class="hint">
+                        {move || ROLES.iter().find(|(id, _)| *id == role.get()).map(|(_, t)| *t).unwrap_or_default()}
+                    </span>
+                    <FieldError error field="role" />
+                </label>
+                {is_new
+                    .then(|| {
+                        view! {
+                            <label>
+                                "Initial password"
+                                <input name="password" type="password" autocomplete="new-password" bind:value=password />
+                                <span class="hint">
+                                    {format!(
+                                        "At least {} characters, not the username. The user changes it under My account.",
+                                        edge_api::PASSWORD_MIN_LENGTH,
+                                    )}
+                                </span>
+                                <FieldError error field="password" />
+                            </label>
+                        }
+                    })}
+                {(!remote)
+                    .then(|| {
+                        view! {
+                            <label class="check">
+                                <input type="checkbox" name="enabled" bind:checked=enabled />
+                                "Enabled (can log in)"
+                            </label>
+                        }
+                    })}
+                <div class="actions">
+                    <button type="button" on:click=move |_| on_close.run(())>"Cancel"</button>
+                    <button type="submit" class="primary" disabled=move || save.pending().get()>
+                        {if is_new { "Create user" } else { "Save" }}
+                    </button>
+                </div>
+            </form>
+        </Dialog>
+    }
+}

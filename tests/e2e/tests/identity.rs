@@ -1,0 +1,71 @@
+//! Users and two-factor through the real console: an administrator creates a user, who pairs two-factor by
+//! reading the seed from the page, logs out, and logs in again with a one-time code.
+
+use edge_e2e::{Harness, PASSWORD};
+use edge_server::otp::{code_at, step_of};
+use fantoccini::Locator;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> anyhow::Result<()> {
+    let h = Harness::start().await?;
+    const ERIN_PASSWORD: &str = "erins-own-password";
+
+    // The administrator creates erin.
+    h.login("demo", "admin", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    h.click("nav a[href='/demo/users']").await?;
+    h.wait_for("tr[data-username=admin]").await?;
+    h.snapshot("users").await?;
+    h.click("#new-user").await?;
+    h.fill("[role=dialog] input[name=username]", "erin").await?;
+    h.fill("[role=dialog] input[name=full_name]", "Erin Example").await?;
+    h.fill("[role=dialog] input[name=email]", "not-an-email").await?;
+    h.fill("[role=dialog] input[name=password]", ERIN_PASSWORD).await?;
+    h.browser.find(Locator::Css("[role=dialog] select[name=role]")).await?.select_by_value("operator").await?;
+    h.click("[role=dialog] button[type=submit]").await?;
+    // The API's message shows next to the field, and nothing is created.
+    h.wait_for_text("[role=dialog] .field-error", "\"not-an-email\" is not an e-mail address.").await?;
+    h.snapshot("user-form-error").await?;
+    h.fill("[role=dialog] input[name=email]", "erin@example.com").await?;
+    h.click("[role=dialog] button[type=submit]").await?;
+    h.wait_for_text("[role=status]", "erin was created.").await?;
+    let row = h.wait_for("tr[data-username=erin]").await?.text().await?;
+    assert!(row.contains("Erin Example") && row.contains("operator"), "{row}");
+    h.click("#logout").await?;
+    h.wait_for_path("/login").await?;
+
+    // erin turns on two-factor, reading the key from the page.
+    h.login("demo", "erin", ERIN_PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "erin").await?;
+    h.click("nav a[href='/demo/me']").await?;
+    h.fill("input[name=otp-password]", ERIN_PASSWORD).await?;
+    h.click("#two-factor button[type=submit]").await?;
+    let secret = h.wait_for("#otp-secret").await?.attr("data-secret").await?.expect("the key");
+    h.wait_for(".qr svg").await?;
+    h.snapshot("two-factor-pairing").await?;
+    let step = step_of(now_ms());
+    h.fill("input[name=first]", &code_at(&secret, step - 1).expect("code")).await?;
+    h.fill("input[name=second]", &code_at(&secret, step).expect("code")).await?;
+    h.click("#two-factor form button[type=submit]").await?;
+    h.wait_for_text(
+        "#two-factor [role=status]",
+        "Two-factor authentication is on. From now on, logging in asks for a code from your app.",
+    )
+    .await?;
+    h.click("#logout").await?;
+    h.wait_for_path("/login").await?;
+
+    // Logging in again asks for a code, and takes the next one.
+    h.login("demo", "erin", ERIN_PASSWORD).await?;
+    h.wait_for_text("[role=alert]", "Enter the six-digit code from your authenticator app.").await?;
+    h.snapshot("login-otp").await?;
+    h.fill("input[name=otp]", &code_at(&secret, step_of(now_ms()) + 1).expect("code")).await?;
+    h.click("button[type=submit]").await?;
+    h.wait_for_path("/demo/stats").await?;
+    h.wait_for_text(".topbar .user", "erin").await?;
+    h.stop().await
+}
