@@ -1,7 +1,7 @@
 //! Who may do what: the role permission matrix and the access rules of every operation, checked in one place
 //! by the extractors below. A handler names its rule in its signature (`Allowed<perm::ManageUsers>`,
-//! `SelfOr<perm::ReadUsers>`, `Own`, `OwnWithPassword`, `Authed`) and receives the [`Caller`] only when the rule
-//! holds.
+//! `SelfOr<perm::ReadUsers>`, `OwnWithPassword`, `OwnLocal`, `Authed`, …) and receives the [`Caller`] only when
+//! the rule holds.
 
 use std::marker::PhantomData;
 
@@ -14,6 +14,7 @@ use crate::{
     AppState,
     auth::{Caller, Role},
     error::{AppError, AppResult},
+    store::UserRecord,
 };
 
 /// What a role may be allowed to do.
@@ -61,19 +62,20 @@ pub enum Rule {
     Role(Permission),
     /// The user named by `{user_id}` is the caller, or the caller's role has this permission.
     SelfOr(Permission),
-    /// The user named by `{user_id}` is the caller (their own password and two-factor resources).
-    Own,
-    /// As `Own`, and the request carries the caller's password (HTTP Basic), not only a session.
-    OwnWithPassword,
+    /// A resource of the user named by `{user_id}` that only that user may use (their password and two-factor).
+    /// `password`: the request must carry that user's password as HTTP Basic credentials (else 401).
+    /// `local_only`: the resource exists only for local users (else 405).
+    Own { password: bool, local_only: bool },
 }
 
-/// Checks `rule` for `caller` against the target user of the path (if any). The one place access is decided.
-pub fn authorize(caller: &Caller, rule: Rule, target_user: Option<&str>) -> AppResult<()> {
+/// Checks `rule` for `caller` against the target user of the path: its id, and for [`Rule::Own`] its record.
+/// The one place access is decided.
+pub fn authorize(caller: &Caller, rule: Rule, target_id: Option<&str>, target: Option<&UserRecord>) -> AppResult<()> {
     let by_password = caller.session.is_none();
-    let own = target_user.is_some_and(|t| t == caller.user.id);
+    let own = target_id == Some(caller.user.id.as_str());
     // With two-factor on, a password alone must not open the account: Basic credentials then serve only the
     // user's own password and two-factor resources; everything else needs a session made with a code.
-    if by_password && caller.user.otp_enabled && !matches!(rule, Rule::Own | Rule::OwnWithPassword) {
+    if by_password && caller.user.otp_enabled && !matches!(rule, Rule::Own { .. }) {
         return Err(AppError::Unauthorized {
             kind: "otp_required",
             message: "This account uses two-factor authentication: log in with a one-time code (POST /sessions \
@@ -89,27 +91,38 @@ pub fn authorize(caller: &Caller, rule: Rule, target_user: Option<&str>) -> AppR
         Rule::Role(_) => Err(forbidden()),
         Rule::SelfOr(p) if own || caller.role.allows(p) => Ok(()),
         Rule::SelfOr(_) => Err(forbidden()),
-        Rule::Own | Rule::OwnWithPassword if !own => {
+        Rule::Own { local_only: true, .. } if target.is_some_and(|t| t.source != "local") => {
+            Err(AppError::MethodNotAllowed)
+        }
+        Rule::Own { password: true, .. } if !(own && by_password) => Err(AppError::Unauthorized {
+            kind: "password_required",
+            message: "This needs the username and password of the user it belongs to (HTTP Basic credentials).".into(),
+        }),
+        Rule::Own { .. } if !own => {
             Err(AppError::Forbidden("You may only use your own password and two-factor resources.".into()))
         }
-        Rule::OwnWithPassword if !by_password => Err(AppError::Unauthorized {
-            kind: "password_required",
-            message: "Confirm this with your username and password (HTTP Basic credentials).".into(),
-        }),
-        Rule::Own | Rule::OwnWithPassword => Ok(()),
+        Rule::Own { .. } => Ok(()),
     }
 }
 
 /// The `{user_id}` of the request's path, if the route has one.
-async fn target_user(parts: &mut Parts, state: &AppState) -> Option<String> {
+async fn target_user_id(parts: &mut Parts, state: &AppState) -> Option<String> {
     let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
     params.iter().find(|(k, _)| *k == "user_id").map(|(_, v)| v.to_string())
 }
 
 async fn check(parts: &mut Parts, state: &AppState, rule: Rule) -> AppResult<Caller> {
     let caller = Caller::from_request_parts(parts, state).await?;
-    let target = target_user(parts, state).await;
-    authorize(&caller, rule, target.as_deref())?;
+    let target_id = target_user_id(parts, state).await;
+    // The rules about a user's own resources depend on that user, which must exist. The other rules need only
+    // the id (is it the caller?), and handlers answer 404 after the rule has passed.
+    let target = match (&target_id, rule) {
+        (Some(id), Rule::Own { .. }) => {
+            Some(state.store.user_by_id(caller.customer.id, id).await?.ok_or(AppError::NotFound("user"))?)
+        }
+        _ => None,
+    };
+    authorize(&caller, rule, target_id.as_deref(), target.as_ref())?;
     Ok(caller)
 }
 
@@ -178,14 +191,19 @@ rule_extractor!(
     Rule::SelfOr(P::PERMISSION)
 );
 rule_extractor!(
-    /// The caller is the path's `{user_id}`.
-    Own,
-    Rule::Own
+    /// The path's `{user_id}` is the caller, who sent their password with this request.
+    OwnWithPassword,
+    Rule::Own { password: true, local_only: false }
 );
 rule_extractor!(
-    /// The caller is the path's `{user_id}` and sent their password with this request.
-    OwnWithPassword,
-    Rule::OwnWithPassword
+    /// The path's `{user_id}` is the caller, a local user.
+    OwnLocal,
+    Rule::Own { password: false, local_only: true }
+);
+rule_extractor!(
+    /// The path's `{user_id}` is the caller, a local user who sent their password with this request.
+    OwnLocalWithPassword,
+    Rule::Own { password: true, local_only: true }
 );
 
 #[cfg(test)]

@@ -34,8 +34,9 @@ async fn changing_a_password_needs_basic_credentials_and_ends_sessions() {
     assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
     let reply = app.send(req(Method::PUT, &uri).json(&body).done()).await;
     assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+    // Basic credentials of someone else (even an administrator) are not the user's: 401.
     let reply = app.send(req(Method::PUT, &uri).basic("alice", PASSWORD).json(&body).done()).await;
-    assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
     for weak in ["short", "bob"] {
         let reply =
             app.send(req(Method::PUT, &uri).basic("bob", PASSWORD).json(&json!({"password": weak})).done()).await;
@@ -87,6 +88,20 @@ async fn remote_users_have_no_password_resource() {
         .send(req(Method::POST, &format!("/acme/v1/users/{rita}/password/resets")).basic("alice", PASSWORD).done())
         .await;
     assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    let reply =
+        app.send(req(Method::GET, &format!("/acme/v1/users/{rita}/password")).basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    let reply = app
+        .send(
+            req(Method::PUT, &format!("/acme/v1/users/{rita}/password"))
+                .basic("alice", PASSWORD)
+                .json(&json!({"password": NEW_PASSWORD}))
+                .done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    let reply = app.send(req(Method::GET, "/acme/v1/users/nosuch/password").basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
 }
 
 fn outbox(app: &TestApp) -> Vec<String> {

@@ -109,3 +109,41 @@ async fn each_role_is_allowed_and_refused_per_the_matrix() {
         }
     }
 }
+
+/// Every identity operation refuses a request without credentials with 401 and the error body (or, for the
+/// current-session operations, 404 as the API states; the reset completion needs no login).
+#[tokio::test]
+async fn every_operation_without_credentials_is_401() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    let ops = [
+        (Method::GET, "/acme/v1/users".to_string()),
+        (Method::POST, "/acme/v1/users".to_string()),
+        (Method::GET, format!("/acme/v1/users/{bob}")),
+        (Method::PUT, format!("/acme/v1/users/{bob}")),
+        (Method::DELETE, format!("/acme/v1/users/{bob}")),
+        (Method::GET, format!("/acme/v1/users/{bob}/otp")),
+        (Method::GET, format!("/acme/v1/users/{bob}/otp/pairing")),
+        (Method::PUT, format!("/acme/v1/users/{bob}/otp/pairing")),
+        (Method::DELETE, format!("/acme/v1/users/{bob}/otp/pairing")),
+        (Method::POST, format!("/acme/v1/users/{bob}/otp/seeds")),
+        (Method::GET, format!("/acme/v1/users/{bob}/password")),
+        (Method::PUT, format!("/acme/v1/users/{bob}/password")),
+        (Method::POST, format!("/acme/v1/users/{bob}/password/resets")),
+        (Method::GET, "/acme/v1/roles".to_string()),
+        (Method::GET, "/acme/v1/roles/admin".to_string()),
+        (Method::GET, "/acme/v1/idps".to_string()),
+        (Method::GET, "/acme/v1/idps/local".to_string()),
+        (Method::GET, "/acme/v1/sessions/x".to_string()),
+        (Method::PUT, "/acme/v1/sessions/x".to_string()),
+        (Method::DELETE, "/acme/v1/sessions/x".to_string()),
+        (Method::PUT, "/acme/v1/sessions/current".to_string()),
+    ];
+    for (method, path) in ops {
+        let reply = app.send(req(method.clone(), &path).json(&json!({})).done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+        // An expired session is 401 too.
+        let reply = app.send(req(method.clone(), &path).cookie("expired-or-unknown").json(&json!({})).done()).await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+    }
+}

@@ -144,9 +144,13 @@ async fn two_factor_resources_need_the_users_own_password() {
         let uri = format!("/acme/v1/users/{bob}/{path}");
         let reply = app.send(req(method.clone(), &uri).cookie(&session).done()).await;
         assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
-        // An administrator cannot use another user's.
+        // Not even an administrator can use another user's: it needs that user's own password.
         let reply = app.send(req(method.clone(), &uri).basic("alice", PASSWORD).done()).await;
-        assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
+        let reply = app
+            .send(req(method.clone(), &format!("/acme/v1/users/nosuch/{path}")).basic("alice", PASSWORD).done())
+            .await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
         let reply = app.send(req(method, &uri).done()).await;
         assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
     }

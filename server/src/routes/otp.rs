@@ -46,8 +46,7 @@ fn settings_body(customer: &Customer, user: &UserRecord) -> OtpSettings {
     params(("user_id" = String, Path, description = "User id (the caller's own)")),
     responses(
         (status = 200, description = "Two-factor settings", body = OtpSettings),
-        (status = 401, description = "Not authenticated, or not with the user's password (`password_required`)", body = ErrorBody),
-        (status = 403, description = "Another user's settings", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
     security(("basic" = []))
@@ -67,8 +66,7 @@ async fn get_otp(
     params(("user_id" = String, Path, description = "User id (the caller's own)")),
     responses(
         (status = 200, description = "Pairing template", body = OtpPairing),
-        (status = 401, description = "Not authenticated with the user's password", body = ErrorBody),
-        (status = 403, description = "Another user's pairing", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
     security(("basic" = []))
@@ -90,8 +88,7 @@ async fn get_pairing(
     responses(
         (status = 200, description = "Two-factor is enabled", body = OtpPairing),
         (status = 400, description = "Unknown or expired seed (`invalid_seed`), or fewer than two valid sequential codes (`invalid_tokens`)", body = ErrorBody),
-        (status = 401, description = "Not authenticated with the user's password", body = ErrorBody),
-        (status = 403, description = "Another user's pairing", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
     ),
     security(("basic" = []))
@@ -157,8 +154,7 @@ async fn delete_pairing(
     params(("user_id" = String, Path, description = "User id (the caller's own)")),
     responses(
         (status = 200, description = "A new seed (base32) and its id; valid for 15 minutes", body = OtpSeed),
-        (status = 401, description = "Not authenticated with the user's password", body = ErrorBody),
-        (status = 403, description = "Another user's seed", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 409, description = "Two-factor is already enabled (`already_paired`)", body = ErrorBody),
     ),

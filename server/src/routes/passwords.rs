@@ -13,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::users::{UserPath, find_user, is_email};
 use crate::{
     AppState,
-    access::{Allowed, Own, OwnWithPassword, perm},
+    access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
     auth::{self, PathCustomer},
     error::{AppError, AppResult},
     extract::Json,
@@ -35,11 +35,6 @@ fn password_body(customer: &Customer, user_id: &str) -> Password {
     Password { password: String::new(), reset_uri: format!("{uri}/resets"), uri }
 }
 
-/// Password resources exist only for local users.
-fn local_only(user: &UserRecord) -> AppResult<()> {
-    if user.source == "local" { Ok(()) } else { Err(AppError::MethodNotAllowed) }
-}
-
 fn policy(user: &UserRecord, password: &str) -> AppResult<()> {
     check_password_policy(&user.username, password).map_err(|m| AppError::bad_request("password_policy", m))
 }
@@ -58,11 +53,10 @@ fn policy(user: &UserRecord, password: &str) -> AppResult<()> {
 )]
 async fn get_password(
     State(state): State<AppState>,
-    Own(caller): Own,
+    OwnLocal(caller): OwnLocal,
     Path(p): Path<UserPath>,
 ) -> AppResult<axum::Json<Password>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
-    local_only(&user)?;
     Ok(axum::Json(password_body(&caller.customer, &user.id)))
 }
 
@@ -75,8 +69,7 @@ async fn get_password(
     responses(
         (status = 200, description = "Changed; the answer's password is empty", body = Password),
         (status = 400, description = "Invalid JSON, or the password breaks the policy (`password_policy`): at least 12 characters, not the username", body = ErrorBody),
-        (status = 401, description = "Not authenticated with the user's current password (`password_required`)", body = ErrorBody),
-        (status = 403, description = "Another user's password", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of the user whose password this is (`password_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 405, description = "The user is from a remote identity source", body = ErrorBody),
     ),
@@ -84,13 +77,12 @@ async fn get_password(
 )]
 async fn put_password(
     State(state): State<AppState>,
-    OwnWithPassword(caller): OwnWithPassword,
+    OwnLocalWithPassword(caller): OwnLocalWithPassword,
     Path(p): Path<UserPath>,
     headers: HeaderMap,
     Json(body): Json<Password>,
 ) -> AppResult<axum::Json<Password>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
-    local_only(&user)?;
     policy(&user, &body.password)?;
     let hash = auth::hash_password(&body.password)?;
     let keep = auth::session_cookie(&headers).map(|id| auth::token_hash(&id));
@@ -118,7 +110,10 @@ async fn reset_password(
     Path(p): Path<UserPath>,
 ) -> AppResult<StatusCode> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
-    local_only(&user)?;
+    // Password resources exist only for local users.
+    if user.source != "local" {
+        return Err(AppError::MethodNotAllowed);
+    }
     let to = [user.email.as_str(), user.username.as_str()].into_iter().find(|a| is_email(a)).ok_or_else(|| {
         AppError::bad_request(
             "no_email",
