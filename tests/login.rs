@@ -28,10 +28,10 @@ fn find<T: JsCast>(root: &HtmlElement, selector: &str) -> T {
     root.query_selector(selector).unwrap().unwrap_or_else(|| panic!("no {selector}")).unchecked_into::<T>()
 }
 
-#[wasm_bindgen_test]
-async fn login_refuses_to_send_empty_fields_and_says_what_is_missing() {
+/// The login page, mounted in its own container.
+async fn mount_login() -> (HtmlElement, leptos::mount::UnmountHandle<impl leptos::tachys::view::Mountable>) {
     let root = container();
-    let _handle = leptos::mount::mount_to(root.clone(), || {
+    let handle = leptos::mount::mount_to(root.clone(), || {
         Auth::provide();
         view! {
             <Router>
@@ -40,6 +40,12 @@ async fn login_refuses_to_send_empty_fields_and_says_what_is_missing() {
         }
     });
     tick().await;
+    (root, handle)
+}
+
+#[wasm_bindgen_test]
+async fn login_refuses_to_send_empty_fields_and_says_what_is_missing() {
+    let (root, _handle) = mount_login().await;
     assert!(root.query_selector("[role=alert]").unwrap().is_none(), "no error before trying");
     find::<HtmlElement>(&root, "button[type=submit]").click();
     tick().await;
@@ -49,16 +55,7 @@ async fn login_refuses_to_send_empty_fields_and_says_what_is_missing() {
 
 #[wasm_bindgen_test]
 async fn login_form_is_labelled_for_password_managers() {
-    let root = container();
-    let _handle = leptos::mount::mount_to(root.clone(), || {
-        Auth::provide();
-        view! {
-            <Router>
-                <LoginPage />
-            </Router>
-        }
-    });
-    tick().await;
+    let (root, _handle) = mount_login().await;
     let password = find::<HtmlInputElement>(&root, "input[name=password]");
     assert_eq!(password.type_(), "password");
     assert_eq!(password.get_attribute("autocomplete").as_deref(), Some("current-password"));

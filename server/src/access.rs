@@ -17,9 +17,36 @@ use crate::{
     store::UserRecord,
 };
 
-/// What a role may be allowed to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Permission {
+/// Declares the permissions once: the [`Permission`] enum, its list, and a marker type per permission in
+/// [`perm`] so that handler signatures can name them.
+macro_rules! permissions {
+    ($($name:ident),* $(,)?) => {
+        /// What a role may be allowed to do.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Permission {
+            $($name),*
+        }
+
+        impl Permission {
+            pub const ALL: &[Permission] = &[$(Permission::$name),*];
+        }
+
+        /// Permissions as types, so a handler's signature names the permission it needs.
+        pub mod perm {
+            pub trait Perm: Send + Sync + 'static {
+                const PERMISSION: super::Permission;
+            }
+            $(
+                pub struct $name;
+                impl Perm for $name {
+                    const PERMISSION: super::Permission = super::Permission::$name;
+                }
+            )*
+        }
+    };
+}
+
+permissions!(
     ReadStats,
     Ingest,
     ReadUsers,
@@ -36,7 +63,7 @@ pub enum Permission {
     ReadTasks,
     ReadAccount,
     WriteAccount,
-}
+);
 
 impl Role {
     /// The permission matrix (decisions.md): admin everything; operator everything except users, roles and
@@ -124,39 +151,6 @@ async fn check(parts: &mut Parts, state: &AppState, rule: Rule) -> AppResult<Cal
     };
     authorize(&caller, rule, target_id.as_deref(), target.as_ref())?;
     Ok(caller)
-}
-
-/// Permissions as types, so a handler's signature names the permission it needs.
-pub mod perm {
-    pub trait Perm: Send + Sync + 'static {
-        const PERMISSION: super::Permission;
-    }
-    macro_rules! perms {
-        ($($name:ident),* $(,)?) => {$(
-            pub struct $name;
-            impl Perm for $name {
-                const PERMISSION: super::Permission = super::Permission::$name;
-            }
-        )*};
-    }
-    perms!(
-        ReadStats,
-        Ingest,
-        ReadUsers,
-        ManageUsers,
-        ReadRoles,
-        ResetPasswords,
-        DisableOtp,
-        ReadConfig,
-        WriteConfig,
-        Purge,
-        ReadPurgeStatus,
-        ReadLists,
-        WriteLists,
-        ReadTasks,
-        ReadAccount,
-        WriteAccount,
-    );
 }
 
 macro_rules! rule_extractor {
