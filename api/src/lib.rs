@@ -3,9 +3,20 @@
 //! Every request and response body is defined here once. The `openapi` feature adds utoipa schemas for the
 //! server; the console (wasm32) never enables it.
 
+pub mod account;
+pub mod config;
 pub mod error;
 pub mod identity;
+pub mod networklists;
+pub mod paging;
 pub mod paths;
+pub mod purge;
+pub mod tasks;
 
+pub use account::*;
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::*;
+pub use networklists::*;
+pub use paging::PageInfo;
+pub use purge::*;
+pub use tasks::*;

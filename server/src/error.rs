@@ -122,6 +122,7 @@ impl From<crate::store::StoreError> for AppError {
                 kind: "last_admin",
                 message: "This would leave the account without an enabled administrator.".into(),
             },
+            StoreError::Limit(message) => AppError::BadRequest { kind: "limit_exceeded", message, details: vec![] },
             StoreError::Other(e) => AppError::Internal(e),
         }
     }

@@ -5,13 +5,17 @@ pub mod access;
 pub mod admin;
 pub mod auth;
 pub mod clock;
+pub mod config;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod fleet;
 pub mod mail;
 pub mod otp;
+pub mod ratelimit;
 pub mod routes;
 pub mod store;
+pub mod tasks;
 pub mod throttle;
 pub mod web;
 
@@ -31,7 +35,9 @@ use tower_http::{set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trac
 
 use crate::{
     clock::{Clock, SystemClock},
+    fleet::{Fleet, SimulatedFleet},
     mail::Mailer,
+    ratelimit::RateLimiter,
     store::{SqliteStore, Store},
     throttle::LoginThrottle,
 };
@@ -77,6 +83,10 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub throttle: Arc<LoginThrottle>,
     pub mailer: Arc<Mailer>,
+    /// The edge fleet that acknowledges purges and deployments.
+    pub fleet: Arc<dyn Fleet>,
+    /// Purge requests per customer (token buckets).
+    pub purge_limiter: Arc<RateLimiter>,
 }
 
 impl AppState {
@@ -93,6 +103,8 @@ impl AppState {
             clock,
             throttle: Arc::new(LoginThrottle::new(settings.login_slowdown)),
             mailer: Arc::new(mailer),
+            fleet: Arc::new(SimulatedFleet::standard()),
+            purge_limiter: Arc::new(RateLimiter::new(2.0, 2.0)),
             settings: Arc::new(settings),
         })
     }

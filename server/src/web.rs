@@ -48,6 +48,7 @@ pub async fn static_or_not_found(State(state): State<AppState>, req: Request) ->
 /// Gives every error answer of the API the JSON error body, whoever produced it (router 405s, body limits,
 /// timeouts), keeping its status and headers such as Allow and Retry-After.
 pub async fn json_errors(req: Request, next: Next) -> Response {
+    let purge_style = crate::routes::purge::is_purge_path(req.uri().path());
     let response = next.run(req).await;
     let status = response.status();
     let is_json = response
@@ -61,7 +62,14 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     let (mut parts, _) = response.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let body = serde_json::to_vec(&body_for_status(status)).unwrap_or_default();
+    let error = body_for_status(status);
+    let body = if purge_style {
+        let code = if status.is_server_error() { 503 } else { status.as_u16() };
+        serde_json::to_vec(&edge_api::PurgeError { code, description: error.message, details: vec![] })
+    } else {
+        serde_json::to_vec(&error)
+    }
+    .unwrap_or_default();
     Response::from_parts(parts, Body::from(body))
 }
 

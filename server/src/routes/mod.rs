@@ -1,11 +1,16 @@
 //! Every API route, registered once: the axum router and the OpenAPI document are built from the same
 //! registration, so the document cannot drift from the routes.
 
+mod account;
+mod networklists;
 mod otp;
 mod paging;
 mod passwords;
+mod properties;
+pub mod purge;
 mod roles;
 mod sessions;
+mod tasks;
 mod users;
 
 use utoipa::{
@@ -35,6 +40,11 @@ use crate::AppState;
         (name = "users", description = "Users, roles and identity sources"),
         (name = "two-factor", description = "Two-factor authentication (TOTP, RFC 6238)"),
         (name = "passwords", description = "Password change and reset"),
+        (name = "tasks", description = "Long-running changes and their progress"),
+        (name = "account", description = "The customer account and its features"),
+        (name = "network lists", description = "IP and geo lists referenced by security rules"),
+        (name = "properties", description = "Property configuration with optimistic concurrency and history"),
+        (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
     )
 )]
 struct ApiDoc;
@@ -65,7 +75,12 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(users::router())
         .merge(otp::router())
         .merge(passwords::router())
-        .merge(roles::router());
+        .merge(roles::router())
+        .merge(tasks::router())
+        .merge(account::router())
+        .merge(networklists::router())
+        .merge(purge::router())
+        .merge(properties::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 

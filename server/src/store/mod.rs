@@ -95,6 +95,88 @@ pub struct SessionRecord {
     pub last_seen_ms: i64,
 }
 
+/// A task: what is stored of a long-running change (its progress comes from the fleet's schedule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub id: String,
+    pub customer_id: CustomerId,
+    pub operation: String,
+    pub user_id: String,
+    pub target_id: String,
+    pub target_uri: String,
+    pub begin_ms: i64,
+    pub end_ms: i64,
+    /// JSON error_info when the task fails.
+    pub error_info: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PropertyRecord {
+    pub id: i64,
+    pub customer_id: CustomerId,
+    pub name: String,
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigVersionRecord {
+    pub version: u64,
+    pub etag: String,
+    /// The configuration, JSON.
+    pub config: String,
+    pub author: String,
+    pub created_ms: i64,
+    pub comment: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurgeRecord {
+    pub id: i64,
+    pub customer_id: CustomerId,
+    pub task_id: String,
+    pub action: String,
+    pub uri_count: u64,
+    /// The URI patterns, JSON.
+    pub uris: String,
+    pub username: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkListRecord {
+    pub id: String,
+    pub customer_id: CustomerId,
+    pub name: String,
+    pub list_type: String,
+    pub description: String,
+    pub deprecated: bool,
+    pub created_ms: i64,
+    pub modified_ms: Option<i64>,
+    pub entry_count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRecord {
+    pub id: String,
+    pub value: String,
+    pub added_by: String,
+    pub created_ms: i64,
+}
+
+/// What adding entries did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddedEntries {
+    pub added: u64,
+    pub already_present: u64,
+}
+
+/// Changes to a network list; `None` keeps the value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkListUpdate {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub deprecated: Option<bool>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A uniqueness rule refused the write (the string names what already exists).
@@ -103,6 +185,9 @@ pub enum StoreError {
     /// The change would leave the customer without an enabled administrator.
     #[error("the last administrator")]
     LastAdmin,
+    /// A limit would be exceeded; nothing was written.
+    #[error("{0}")]
+    Limit(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -167,6 +252,105 @@ pub trait Store: Send + Sync + 'static {
     async fn disable_otp(&self, user_id: &str) -> StoreResult<()>;
     /// Records that the code of `step` was used; false when that step or a later one was used already.
     async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool>;
+
+    async fn update_customer(
+        &self,
+        id: CustomerId,
+        display_name: &str,
+        contact_email: &str,
+        timezone: &str,
+    ) -> StoreResult<Option<Customer>>;
+
+    async fn create_task(&self, task: &TaskRecord) -> StoreResult<()>;
+    async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>>;
+    /// Tasks that may have changed after `since_ms` (those not ended by then), newest first.
+    async fn tasks_since(&self, customer: CustomerId, since_ms: i64) -> StoreResult<Vec<TaskRecord>>;
+
+    /// The customer's properties with their current configuration, by name.
+    async fn properties(&self, customer: CustomerId) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>>;
+    async fn property(
+        &self,
+        customer: CustomerId,
+        name: &str,
+    ) -> StoreResult<Option<(PropertyRecord, ConfigVersionRecord)>>;
+    /// Creates a property with its first configuration (version 1) and its deployment task.
+    async fn create_property(
+        &self,
+        customer: CustomerId,
+        name: &str,
+        first: &ConfigVersionRecord,
+        task: &TaskRecord,
+    ) -> StoreResult<PropertyRecord>;
+    /// Stores `next` as the property's new current configuration if the current version is still
+    /// `expected_version` (compare and swap), with its deployment task. False when another update came first.
+    async fn update_property_config(
+        &self,
+        property_id: i64,
+        expected_version: u64,
+        next: &ConfigVersionRecord,
+        task: &TaskRecord,
+    ) -> StoreResult<bool>;
+    /// The history, newest first (without the configurations).
+    async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>>;
+    async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>>;
+
+    /// Stores a purge with its task; returns the transaction id.
+    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord) -> StoreResult<i64>;
+    async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>>;
+    /// The newest purges first.
+    async fn recent_purges(&self, customer: CustomerId, limit: u64) -> StoreResult<Vec<(PurgeRecord, TaskRecord)>>;
+
+    /// A page of network lists by name, of one type or both, with or without deprecated ones, and the total.
+    async fn network_lists(
+        &self,
+        customer: CustomerId,
+        list_type: Option<&str>,
+        include_deprecated: bool,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<NetworkListRecord>, u64)>;
+    async fn network_list(&self, customer: CustomerId, id: &str) -> StoreResult<Option<NetworkListRecord>>;
+    /// Creates a list with its first entries and the deployment task.
+    async fn create_network_list(
+        &self,
+        list: &NetworkListRecord,
+        entries: &[EntryRecord],
+        task: &TaskRecord,
+    ) -> StoreResult<()>;
+    async fn update_network_list(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        update: &NetworkListUpdate,
+        modified_ms: i64,
+    ) -> StoreResult<Option<NetworkListRecord>>;
+    /// Deletes a list and its entries, with the deployment task of the deletion.
+    async fn delete_network_list(&self, customer: CustomerId, id: &str, task: &TaskRecord) -> StoreResult<bool>;
+    /// Adds entries (values already present are counted, not added), unless the list would hold more than
+    /// `max_entries` ([`StoreError::Limit`], nothing written); with the deployment task.
+    async fn add_entries(
+        &self,
+        list_id: &str,
+        entries: &[EntryRecord],
+        max_entries: u64,
+        modified_ms: i64,
+        task: &TaskRecord,
+    ) -> StoreResult<AddedEntries>;
+    /// A page of entries, oldest first, and the total.
+    async fn entries(&self, list_id: &str, offset: u64, limit: u64) -> StoreResult<(Vec<EntryRecord>, u64)>;
+    /// Every entry value, oldest first.
+    async fn entry_values(&self, list_id: &str) -> StoreResult<Vec<String>>;
+    async fn entry(&self, list_id: &str, entry_id: &str) -> StoreResult<Option<EntryRecord>>;
+    /// Removes one entry with the deployment task; false when it did not exist (and no task is stored).
+    async fn delete_entry(
+        &self,
+        list_id: &str,
+        entry_id: &str,
+        modified_ms: i64,
+        task: &TaskRecord,
+    ) -> StoreResult<bool>;
+    /// Removes every entry, keeping the list, with the deployment task; returns how many there were.
+    async fn clear_entries(&self, list_id: &str, modified_ms: i64, task: &TaskRecord) -> StoreResult<u64>;
 
     /// Identity sources registered besides `local`: id and configuration (JSON object text).
     async fn identity_sources(&self, customer: CustomerId) -> StoreResult<Vec<(String, String)>>;

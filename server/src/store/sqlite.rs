@@ -129,6 +129,175 @@ async fn insert_user(
     Ok(user_from_row(&row)?)
 }
 
+fn task_from_row(row: &SqliteRow) -> Result<TaskRecord, sqlx::Error> {
+    Ok(TaskRecord {
+        id: row.try_get("id")?,
+        customer_id: row.try_get("customer_id")?,
+        operation: row.try_get("operation")?,
+        user_id: row.try_get("user_id")?,
+        target_id: row.try_get("target_id")?,
+        target_uri: row.try_get("target_uri")?,
+        begin_ms: row.try_get("begin_ms")?,
+        end_ms: row.try_get("end_ms")?,
+        error_info: row.try_get("error_info")?,
+    })
+}
+
+async fn insert_task(conn: &mut sqlx::SqliteConnection, t: &TaskRecord) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO tasks (id, customer_id, operation, user_id, target_id, target_uri, begin_ms, end_ms, error_info)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&t.id)
+    .bind(t.customer_id)
+    .bind(&t.operation)
+    .bind(&t.user_id)
+    .bind(&t.target_id)
+    .bind(&t.target_uri)
+    .bind(t.begin_ms)
+    .bind(t.end_ms)
+    .bind(&t.error_info)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+fn property_from_row(row: &SqliteRow) -> Result<(PropertyRecord, ConfigVersionRecord), sqlx::Error> {
+    let version: i64 = row.try_get("version")?;
+    Ok((
+        PropertyRecord {
+            id: row.try_get("id")?,
+            customer_id: row.try_get("customer_id")?,
+            name: row.try_get("name")?,
+            version: version as u64,
+        },
+        version_from_row(row)?,
+    ))
+}
+
+fn version_from_row(row: &SqliteRow) -> Result<ConfigVersionRecord, sqlx::Error> {
+    let version: i64 = row.try_get("version")?;
+    Ok(ConfigVersionRecord {
+        version: version as u64,
+        etag: row.try_get("etag")?,
+        config: row.try_get("config").unwrap_or_default(),
+        author: row.try_get("author")?,
+        created_ms: row.try_get("created_ms")?,
+        comment: row.try_get("comment")?,
+    })
+}
+
+async fn insert_version(
+    conn: &mut sqlx::SqliteConnection,
+    property_id: i64,
+    v: &ConfigVersionRecord,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO property_versions (property_id, version, etag, config, author, created_ms, comment)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(property_id)
+    .bind(v.version as i64)
+    .bind(&v.etag)
+    .bind(&v.config)
+    .bind(&v.author)
+    .bind(v.created_ms)
+    .bind(&v.comment)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+const PROPERTY_WITH_CURRENT: &str =
+    "SELECT p.id, p.customer_id, p.name, p.version, v.etag, v.config, v.author, v.created_ms, v.comment
+     FROM properties p JOIN property_versions v ON v.property_id = p.id AND v.version = p.version";
+
+fn purge_from_row(row: &SqliteRow) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
+    let uri_count: i64 = row.try_get("uri_count")?;
+    Ok((
+        PurgeRecord {
+            id: row.try_get("purge_id")?,
+            customer_id: row.try_get("customer_id")?,
+            task_id: row.try_get("id")?,
+            action: row.try_get("action")?,
+            uri_count: uri_count as u64,
+            uris: row.try_get("uris")?,
+            username: row.try_get("username")?,
+        },
+        task_from_row(row)?,
+    ))
+}
+
+const PURGE_WITH_TASK: &str = "SELECT p.id AS purge_id, p.action, p.uri_count, p.uris, p.username, t.*
+     FROM purge_transactions p JOIN tasks t ON t.id = p.task_id";
+
+fn list_from_row(row: &SqliteRow) -> Result<NetworkListRecord, sqlx::Error> {
+    let count: i64 = row.try_get("entry_count")?;
+    Ok(NetworkListRecord {
+        id: row.try_get("id")?,
+        customer_id: row.try_get("customer_id")?,
+        name: row.try_get("name")?,
+        list_type: row.try_get("type")?,
+        description: row.try_get("description")?,
+        deprecated: row.try_get("deprecated")?,
+        created_ms: row.try_get("created_ms")?,
+        modified_ms: row.try_get("modified_ms")?,
+        entry_count: count as u64,
+    })
+}
+
+const LIST_WITH_COUNT: &str =
+    "SELECT l.*, (SELECT COUNT(*) FROM network_list_entries e WHERE e.list_id = l.id) AS entry_count
+     FROM network_lists l";
+
+fn entry_from_row(row: &SqliteRow) -> Result<EntryRecord, sqlx::Error> {
+    Ok(EntryRecord {
+        id: row.try_get("id")?,
+        value: row.try_get("value")?,
+        added_by: row.try_get("added_by")?,
+        created_ms: row.try_get("created_ms")?,
+    })
+}
+
+/// Inserts entries after the list's last one; returns how many were new.
+async fn insert_entries(
+    conn: &mut sqlx::SqliteConnection,
+    list_id: &str,
+    entries: &[EntryRecord],
+) -> Result<u64, sqlx::Error> {
+    let mut seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM network_list_entries WHERE list_id = ?")
+        .bind(list_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    let mut added = 0;
+    for e in entries {
+        seq += 1;
+        let done = sqlx::query(
+            "INSERT INTO network_list_entries (id, list_id, seq, value, added_by, created_ms) VALUES (?, ?, ?, ?, ?, ?)
+             ON CONFLICT (list_id, value) DO NOTHING",
+        )
+        .bind(&e.id)
+        .bind(list_id)
+        .bind(seq)
+        .bind(&e.value)
+        .bind(&e.added_by)
+        .bind(e.created_ms)
+        .execute(&mut *conn)
+        .await?;
+        added += done.rows_affected();
+    }
+    Ok(added)
+}
+
+async fn touch_list(conn: &mut sqlx::SqliteConnection, list_id: &str, modified_ms: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE network_lists SET modified_ms = ? WHERE id = ?")
+        .bind(modified_ms)
+        .bind(list_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn customer_count(&self) -> StoreResult<u64> {
@@ -384,6 +553,365 @@ impl Store for SqliteStore {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn update_customer(
+        &self,
+        id: CustomerId,
+        display_name: &str,
+        contact_email: &str,
+        timezone: &str,
+    ) -> StoreResult<Option<Customer>> {
+        let row = sqlx::query(
+            "UPDATE customers SET display_name = ?, contact_email = ?, timezone = ? WHERE id = ? RETURNING *",
+        )
+        .bind(display_name)
+        .bind(contact_email)
+        .bind(timezone)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.as_ref().map(customer_from_row).transpose()?)
+    }
+
+    async fn create_task(&self, task: &TaskRecord) -> StoreResult<()> {
+        let mut conn = self.pool.acquire().await?;
+        insert_task(&mut conn, task).await?;
+        Ok(())
+    }
+
+    async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>> {
+        let row = sqlx::query("SELECT * FROM tasks WHERE customer_id = ? AND id = ?")
+            .bind(customer)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(task_from_row).transpose()?)
+    }
+
+    async fn tasks_since(&self, customer: CustomerId, since_ms: i64) -> StoreResult<Vec<TaskRecord>> {
+        let rows =
+            sqlx::query("SELECT * FROM tasks WHERE customer_id = ? AND end_ms > ? ORDER BY begin_ms DESC, id DESC")
+                .bind(customer)
+                .bind(since_ms)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.iter().map(task_from_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn properties(&self, customer: CustomerId) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>> {
+        let rows = sqlx::query(&format!("{PROPERTY_WITH_CURRENT} WHERE p.customer_id = ? ORDER BY p.name"))
+            .bind(customer)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(property_from_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn property(
+        &self,
+        customer: CustomerId,
+        name: &str,
+    ) -> StoreResult<Option<(PropertyRecord, ConfigVersionRecord)>> {
+        let row = sqlx::query(&format!("{PROPERTY_WITH_CURRENT} WHERE p.customer_id = ? AND p.name = ?"))
+            .bind(customer)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(property_from_row).transpose()?)
+    }
+
+    async fn create_property(
+        &self,
+        customer: CustomerId,
+        name: &str,
+        first: &ConfigVersionRecord,
+        task: &TaskRecord,
+    ) -> StoreResult<PropertyRecord> {
+        let mut tx = self.pool.begin().await?;
+        let id: i64 =
+            sqlx::query_scalar("INSERT INTO properties (customer_id, name, version) VALUES (?, ?, ?) RETURNING id")
+                .bind(customer)
+                .bind(name)
+                .bind(first.version as i64)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("property") } else { e.into() })?;
+        insert_version(&mut tx, id, first).await?;
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(PropertyRecord { id, customer_id: customer, name: name.to_string(), version: first.version })
+    }
+
+    async fn update_property_config(
+        &self,
+        property_id: i64,
+        expected_version: u64,
+        next: &ConfigVersionRecord,
+        task: &TaskRecord,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE properties SET version = ? WHERE id = ? AND version = ?")
+            .bind(next.version as i64)
+            .bind(property_id)
+            .bind(expected_version as i64)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_version(&mut tx, property_id, next).await?;
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>> {
+        let rows = sqlx::query(
+            "SELECT version, etag, author, created_ms, comment FROM property_versions WHERE property_id = ?
+             ORDER BY version DESC",
+        )
+        .bind(property_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(version_from_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>> {
+        let row = sqlx::query("SELECT * FROM property_versions WHERE property_id = ? AND version = ?")
+            .bind(property_id)
+            .bind(version as i64)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(version_from_row).transpose()?)
+    }
+
+    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord) -> StoreResult<i64> {
+        let mut tx = self.pool.begin().await?;
+        insert_task(&mut tx, task).await?;
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO purge_transactions (customer_id, task_id, action, uri_count, uris, username)
+             VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+        )
+        .bind(purge.customer_id)
+        .bind(&task.id)
+        .bind(&purge.action)
+        .bind(purge.uri_count as i64)
+        .bind(&purge.uris)
+        .bind(&purge.username)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>> {
+        let row = sqlx::query(&format!("{PURGE_WITH_TASK} WHERE p.customer_id = ? AND p.id = ?"))
+            .bind(customer)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(purge_from_row).transpose()?)
+    }
+
+    async fn recent_purges(&self, customer: CustomerId, limit: u64) -> StoreResult<Vec<(PurgeRecord, TaskRecord)>> {
+        let rows = sqlx::query(&format!("{PURGE_WITH_TASK} WHERE p.customer_id = ? ORDER BY p.id DESC LIMIT ?"))
+            .bind(customer)
+            .bind(limit.min(i64::MAX as u64) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(purge_from_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn network_lists(
+        &self,
+        customer: CustomerId,
+        list_type: Option<&str>,
+        include_deprecated: bool,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<NetworkListRecord>, u64)> {
+        let filter = "l.customer_id = ?1 AND (?2 IS NULL OR l.type = ?2) AND (?3 OR l.deprecated = 0)";
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM network_lists l WHERE {filter}"))
+            .bind(customer)
+            .bind(list_type)
+            .bind(include_deprecated)
+            .fetch_one(&self.pool)
+            .await?;
+        let rows =
+            sqlx::query(&format!("{LIST_WITH_COUNT} WHERE {filter} ORDER BY lower(l.name), l.id LIMIT ?4 OFFSET ?5"))
+                .bind(customer)
+                .bind(list_type)
+                .bind(include_deprecated)
+                .bind(limit.min(i64::MAX as u64) as i64)
+                .bind(offset.min(i64::MAX as u64) as i64)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok((rows.iter().map(list_from_row).collect::<Result<_, _>>()?, total as u64))
+    }
+
+    async fn network_list(&self, customer: CustomerId, id: &str) -> StoreResult<Option<NetworkListRecord>> {
+        let row = sqlx::query(&format!("{LIST_WITH_COUNT} WHERE l.customer_id = ? AND l.id = ?"))
+            .bind(customer)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(list_from_row).transpose()?)
+    }
+
+    async fn create_network_list(
+        &self,
+        list: &NetworkListRecord,
+        entries: &[EntryRecord],
+        task: &TaskRecord,
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO network_lists (id, customer_id, name, type, description, deprecated, created_ms)
+             VALUES (?, ?, ?, ?, ?, 0, ?)",
+        )
+        .bind(&list.id)
+        .bind(list.customer_id)
+        .bind(&list.name)
+        .bind(&list.list_type)
+        .bind(&list.description)
+        .bind(list.created_ms)
+        .execute(&mut *tx)
+        .await?;
+        insert_entries(&mut tx, &list.id, entries).await?;
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn update_network_list(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        u: &NetworkListUpdate,
+        modified_ms: i64,
+    ) -> StoreResult<Option<NetworkListRecord>> {
+        let done = sqlx::query(
+            "UPDATE network_lists SET name = COALESCE(?, name), description = COALESCE(?, description),
+                    deprecated = COALESCE(?, deprecated), modified_ms = ?
+             WHERE customer_id = ? AND id = ?",
+        )
+        .bind(&u.name)
+        .bind(&u.description)
+        .bind(u.deprecated)
+        .bind(modified_ms)
+        .bind(customer)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.network_list(customer, id).await
+    }
+
+    async fn delete_network_list(&self, customer: CustomerId, id: &str, task: &TaskRecord) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM network_lists WHERE customer_id = ? AND id = ?")
+            .bind(customer)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn add_entries(
+        &self,
+        list_id: &str,
+        entries: &[EntryRecord],
+        max_entries: u64,
+        modified_ms: i64,
+        task: &TaskRecord,
+    ) -> StoreResult<AddedEntries> {
+        let mut tx = self.pool.begin().await?;
+        let added = insert_entries(&mut tx, list_id, entries).await?;
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM network_list_entries WHERE list_id = ?")
+            .bind(list_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if count as u64 > max_entries {
+            return Err(StoreError::Limit(format!(
+                "The list would hold {count} entries; at most {max_entries} are allowed ({} new entries refused).",
+                added
+            )));
+        }
+        if added > 0 {
+            touch_list(&mut tx, list_id, modified_ms).await?;
+        }
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(AddedEntries { added, already_present: entries.len() as u64 - added })
+    }
+
+    async fn entries(&self, list_id: &str, offset: u64, limit: u64) -> StoreResult<(Vec<EntryRecord>, u64)> {
+        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM network_list_entries WHERE list_id = ?")
+            .bind(list_id)
+            .fetch_one(&self.pool)
+            .await?;
+        let rows = sqlx::query("SELECT * FROM network_list_entries WHERE list_id = ? ORDER BY seq LIMIT ? OFFSET ?")
+            .bind(list_id)
+            .bind(limit.min(i64::MAX as u64) as i64)
+            .bind(offset.min(i64::MAX as u64) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok((rows.iter().map(entry_from_row).collect::<Result<_, _>>()?, total as u64))
+    }
+
+    async fn entry_values(&self, list_id: &str) -> StoreResult<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT value FROM network_list_entries WHERE list_id = ? ORDER BY seq")
+            .bind(list_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn entry(&self, list_id: &str, entry_id: &str) -> StoreResult<Option<EntryRecord>> {
+        let row = sqlx::query("SELECT * FROM network_list_entries WHERE list_id = ? AND id = ?")
+            .bind(list_id)
+            .bind(entry_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(entry_from_row).transpose()?)
+    }
+
+    async fn delete_entry(
+        &self,
+        list_id: &str,
+        entry_id: &str,
+        modified_ms: i64,
+        task: &TaskRecord,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM network_list_entries WHERE list_id = ? AND id = ?")
+            .bind(list_id)
+            .bind(entry_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        touch_list(&mut tx, list_id, modified_ms).await?;
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn clear_entries(&self, list_id: &str, modified_ms: i64, task: &TaskRecord) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await?;
+        let done =
+            sqlx::query("DELETE FROM network_list_entries WHERE list_id = ?").bind(list_id).execute(&mut *tx).await?;
+        touch_list(&mut tx, list_id, modified_ms).await?;
+        insert_task(&mut tx, task).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected())
     }
 
     async fn identity_sources(&self, customer: CustomerId) -> StoreResult<Vec<(String, String)>> {

@@ -79,6 +79,20 @@ impl TestApp {
         reply.body["id"].as_str().expect("user id").to_string()
     }
 
+    /// Creates a property at acme through the API (as alice); returns its configuration document.
+    pub async fn add_property(&self, name: &str, hosts: &[&str]) -> Value {
+        let body = serde_json::json!({"name": name, "host_patterns": hosts});
+        let reply =
+            self.send(req(Method::POST, "/acme/v1/properties").basic("alice", PASSWORD).json(&body).done()).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "creating {name}: {}", reply.body);
+        reply.body
+    }
+
+    /// Moves the clock on.
+    pub fn advance(&self, ms: i64) {
+        self.clock.advance_ms(ms);
+    }
+
     /// The id of an existing user, read through the API.
     pub async fn user_id(&self, customer: &str, username: &str) -> String {
         let c = self.state.store.customer_by_name(customer).await.unwrap().unwrap();

@@ -1,0 +1,767 @@
+//! Property configuration: the node tree, its validation, and the structural diff and three-way merge of two
+//! versions (used by the server's version history and by the console's conflict resolution).
+//!
+//! Every node has an `id` and a `readonly` part set by the server: `kind`, `key` (unique, never reused),
+//! `created` and `author`. Nodes: the root, host patterns, origins, cache rules, WAF rules and traffic-shaping
+//! rules.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The read-only part of a node. Empty fields mean "not set" (a new node sends none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ReadOnly {
+    /// `property`, `host_pattern`, `origin`, `cache_rule`, `waf_rule` or `traffic_shaping_rule`.
+    #[serde(default)]
+    pub kind: String,
+    /// Unique among all nodes ever created; lets a node whose id changed be matched.
+    #[serde(default)]
+    pub key: String,
+    /// ISO 8601 with milliseconds, UTC.
+    #[serde(default)]
+    pub created: String,
+    /// Username of the creator.
+    #[serde(default)]
+    pub author: String,
+}
+
+impl ReadOnly {
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty() && self.key.is_empty() && self.created.is_empty() && self.author.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PropertyConfig {
+    #[serde(default)]
+    pub id: String,
+    /// The property's name; it cannot change.
+    pub name: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    /// Domains served by the property: `www.example.com` or a wildcard `*.example.com`.
+    #[serde(default)]
+    pub host_patterns: Vec<HostPattern>,
+    #[serde(default)]
+    pub origins: Vec<Origin>,
+    #[serde(default)]
+    pub cache_rules: Vec<CacheRule>,
+    #[serde(default)]
+    pub security: Security,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HostPattern {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    pub pattern: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    pub name: String,
+    /// Host name or IP address of the origin server.
+    pub host: String,
+    pub port: u16,
+    /// `http` or `https`.
+    pub protocol: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CacheRule {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    /// Path pattern starting with `/`; `*` matches any characters, e.g. `/images/*` or `*.css`.
+    pub path_pattern: String,
+    /// How long matching objects are cached; 0 means not cached.
+    pub ttl_seconds: u32,
+    #[serde(default)]
+    pub cache_key: CacheKey,
+}
+
+/// How the cache key of matching requests is formed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CacheKey {
+    /// `all` (the whole query string), `none`, `include` (only `query_params`) or `exclude` (all but them).
+    #[serde(default = "all")]
+    pub query: String,
+    #[serde(default)]
+    pub query_params: Vec<String>,
+    /// Whether the path is compared case-insensitively.
+    #[serde(default)]
+    pub ignore_case: bool,
+}
+
+fn all() -> String {
+    "all".into()
+}
+
+impl Default for CacheKey {
+    fn default() -> Self {
+        CacheKey { query: all(), query_params: Vec::new(), ignore_case: false }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Security {
+    #[serde(default)]
+    pub waf_rules: Vec<WafRule>,
+    #[serde(default)]
+    pub traffic_shaping_rules: Vec<ShapingRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WafRule {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    /// The WAF signature, digits (e.g. `942100`, SQL injection).
+    pub rule_id: String,
+    pub name: String,
+    /// `LOW`, `MEDIUM`, `HIGH` or `CRITICAL`.
+    pub severity: String,
+    /// `BLOCK` or `WARN` (log only).
+    pub action: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ShapingRule {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub readonly: ReadOnly,
+    pub name: String,
+    /// `BLOCK`, `RATE_LIMIT` or `WARN` (log as a security event, take no action).
+    pub action: String,
+    /// `IP` (addresses and CIDR ranges), `GEO` (country codes) or `NETWORK_LIST` (network list ids).
+    pub match_type: String,
+    pub values: Vec<String>,
+    /// Requests per minute and client allowed; required with RATE_LIMIT only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_per_minute: Option<u32>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+pub const SEVERITIES: [&str; 4] = ["LOW", "MEDIUM", "HIGH", "CRITICAL"];
+pub const WAF_ACTIONS: [&str; 2] = ["BLOCK", "WARN"];
+pub const SHAPING_ACTIONS: [&str; 3] = ["BLOCK", "RATE_LIMIT", "WARN"];
+pub const MATCH_TYPES: [&str; 3] = ["IP", "GEO", "NETWORK_LIST"];
+
+/// GET and PUT answer of a property's configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConfigDocument {
+    pub config: PropertyConfig,
+    /// Also in the ETag header; send it back in If-Match.
+    pub etag: String,
+    pub version: u64,
+    pub author: String,
+    /// ISO 8601 with milliseconds, UTC.
+    pub modified: String,
+    pub comment: String,
+}
+
+/// Body of PUT: `updatePropertyModel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UpdatePropertyModel {
+    #[cfg_attr(feature = "openapi", schema(value_type = PropertyConfig))]
+    pub config: Value,
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// One entry of a property's version history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConfigVersion {
+    pub version: u64,
+    pub etag: String,
+    pub author: String,
+    pub created: String,
+    pub comment: String,
+}
+
+/// A property in the list of the customer's properties.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PropertySummary {
+    pub name: String,
+    pub uri: String,
+    pub version: u64,
+    pub etag: String,
+    pub modified: String,
+    pub host_patterns: Vec<String>,
+}
+
+/// Body of POST /properties: a new property with its host patterns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewProperty {
+    pub name: String,
+    #[serde(default)]
+    pub host_patterns: Vec<String>,
+}
+
+/// True for a property name: 1–63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a letter or digit.
+pub fn is_valid_property_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A host name: labels of letters, digits and `-`, separated by dots, at most 253 characters.
+pub fn is_hostname(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+/// A host pattern: a lower-case host name, or `*.` followed by one with at least two labels.
+pub fn is_host_pattern(s: &str) -> bool {
+    let lower = s.bytes().all(|b| !b.is_ascii_uppercase());
+    match s.strip_prefix("*.") {
+        Some(rest) => lower && is_hostname(rest) && rest.contains('.'),
+        None => lower && is_hostname(s),
+    }
+}
+
+/// Whether host pattern `pattern` covers `host` (`*.example.com` covers `a.example.com` and `a.b.example.com`,
+/// not `example.com`).
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => {
+            host.len() > suffix.len() + 1 && host.ends_with(suffix) && host[..host.len() - suffix.len()].ends_with('.')
+        }
+        None => pattern == host,
+    }
+}
+
+/// Checks a configuration's content (not its read-only parts): every problem, by node path. `list_exists`
+/// tells whether a network list id exists for the customer.
+pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut ids = std::collections::HashSet::new();
+    let mut id = |path: &str, id: &str, problems: &mut Vec<String>| {
+        if !id.is_empty() && !ids.insert(id.to_string()) {
+            problems.push(format!("{path}.id: {id:?} is used by another node"));
+        }
+    };
+    id("$", &config.id, &mut problems);
+    let mut patterns = std::collections::HashSet::new();
+    for (i, h) in config.host_patterns.iter().enumerate() {
+        let path = format!("$.host_patterns[{i}]");
+        id(&path, &h.id, &mut problems);
+        if !is_host_pattern(&h.pattern) {
+            problems
+                .push(format!("{path}.pattern: {:?} is not a host name or *.domain wildcard in lower case", h.pattern));
+        } else if !patterns.insert(h.pattern.clone()) {
+            problems.push(format!("{path}.pattern: {:?} is listed twice", h.pattern));
+        }
+    }
+    for (i, o) in config.origins.iter().enumerate() {
+        let path = format!("$.origins[{i}]");
+        id(&path, &o.id, &mut problems);
+        if o.name.trim().is_empty() {
+            problems.push(format!("{path}.name: must not be empty"));
+        }
+        if !is_hostname(&o.host) && o.host.parse::<std::net::IpAddr>().is_err() {
+            problems.push(format!("{path}.host: {:?} is not a host name or IP address", o.host));
+        }
+        if o.port == 0 {
+            problems.push(format!("{path}.port: must be 1 to 65535"));
+        }
+        if !["http", "https"].contains(&o.protocol.as_str()) {
+            problems.push(format!("{path}.protocol: {:?} is not http or https", o.protocol));
+        }
+    }
+    for (i, c) in config.cache_rules.iter().enumerate() {
+        let path = format!("$.cache_rules[{i}]");
+        id(&path, &c.id, &mut problems);
+        let p = &c.path_pattern;
+        if !(p.starts_with('/') || p.starts_with('*')) || p.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+            problems.push(format!("{path}.path_pattern: {p:?} must start with / (or *) and contain no spaces"));
+        }
+        if c.ttl_seconds > 31_536_000 {
+            problems.push(format!("{path}.ttl_seconds: at most 31536000 (one year)"));
+        }
+        if !["all", "none", "include", "exclude"].contains(&c.cache_key.query.as_str()) {
+            problems
+                .push(format!("{path}.cache_key.query: {:?} is not all, none, include or exclude", c.cache_key.query));
+        }
+        for (j, q) in c.cache_key.query_params.iter().enumerate() {
+            if q.is_empty()
+                || !q.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']'))
+            {
+                problems.push(format!("{path}.cache_key.query_params[{j}]: {q:?} is not a query parameter name"));
+            }
+        }
+    }
+    for (i, w) in config.security.waf_rules.iter().enumerate() {
+        let path = format!("$.security.waf_rules[{i}]");
+        id(&path, &w.id, &mut problems);
+        if w.rule_id.is_empty() || !w.rule_id.bytes().all(|b| b.is_ascii_digit()) {
+            problems.push(format!("{path}.rule_id: {:?} is not a rule number", w.rule_id));
+        }
+        if w.name.trim().is_empty() {
+            problems.push(format!("{path}.name: must not be empty"));
+        }
+        if !SEVERITIES.contains(&w.severity.as_str()) {
+            problems.push(format!("{path}.severity: {:?} is not one of {}", w.severity, SEVERITIES.join(", ")));
+        }
+        if !WAF_ACTIONS.contains(&w.action.as_str()) {
+            problems.push(format!("{path}.action: {:?} is not one of {}", w.action, WAF_ACTIONS.join(", ")));
+        }
+    }
+    for (i, r) in config.security.traffic_shaping_rules.iter().enumerate() {
+        let path = format!("$.security.traffic_shaping_rules[{i}]");
+        id(&path, &r.id, &mut problems);
+        if r.name.trim().is_empty() {
+            problems.push(format!("{path}.name: must not be empty"));
+        }
+        if !SHAPING_ACTIONS.contains(&r.action.as_str()) {
+            problems.push(format!("{path}.action: {:?} is not one of {}", r.action, SHAPING_ACTIONS.join(", ")));
+        }
+        match (r.action.as_str(), r.rate_limit_per_minute) {
+            ("RATE_LIMIT", None | Some(0)) => {
+                problems.push(format!("{path}.rate_limit_per_minute: required (1 or more) with RATE_LIMIT"))
+            }
+            (a, Some(_)) if a != "RATE_LIMIT" => {
+                problems.push(format!("{path}.rate_limit_per_minute: only with RATE_LIMIT"))
+            }
+            _ => {}
+        }
+        if r.values.is_empty() {
+            problems.push(format!("{path}.values: at least one value"));
+        }
+        for (j, v) in r.values.iter().enumerate() {
+            let problem = match r.match_type.as_str() {
+                "IP" | "GEO" => crate::normalize_entry(&r.match_type, v).err(),
+                "NETWORK_LIST" => (!list_exists(v)).then(|| format!("there is no network list {v:?}")),
+                _ => None,
+            };
+            if let Some(p) = problem {
+                problems.push(format!("{path}.values[{j}]: {p}"));
+            }
+        }
+        if !MATCH_TYPES.contains(&r.match_type.as_str()) {
+            problems.push(format!("{path}.match_type: {:?} is not one of {}", r.match_type, MATCH_TYPES.join(", ")));
+        }
+    }
+    problems
+}
+
+/// One difference between two JSON documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Change {
+    /// Where: `$.cache_rules[id=abc].ttl_seconds`; nodes in arrays are named by their id.
+    pub path: String,
+    /// `added`, `removed` or `changed`.
+    pub op: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub before: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub after: Option<Value>,
+}
+
+/// Arrays whose items are all objects with a non-empty string `id` are compared item by item by id.
+fn keyed(items: &[Value]) -> Option<Vec<(&str, &Value)>> {
+    items.iter().map(|v| v.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(|id| (id, v))).collect()
+}
+
+/// The differences from `a` to `b`.
+pub fn diff(a: &Value, b: &Value) -> Vec<Change> {
+    let mut out = Vec::new();
+    diff_at("$", a, b, &mut out);
+    out
+}
+
+fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
+    if a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                match y.get(k) {
+                    Some(vb) => diff_at(&format!("{path}.{k}"), va, vb, out),
+                    None => out.push(Change {
+                        path: format!("{path}.{k}"),
+                        op: "removed".into(),
+                        before: Some(va.clone()),
+                        after: None,
+                    }),
+                }
+            }
+            for (k, vb) in y {
+                if !x.contains_key(k) {
+                    out.push(Change {
+                        path: format!("{path}.{k}"),
+                        op: "added".into(),
+                        before: None,
+                        after: Some(vb.clone()),
+                    });
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => match (keyed(x), keyed(y)) {
+            (Some(kx), Some(ky)) => {
+                for (id, va) in &kx {
+                    let p = format!("{path}[id={id}]");
+                    match ky.iter().find(|(i, _)| i == id) {
+                        Some((_, vb)) => diff_at(&p, va, vb, out),
+                        None => {
+                            out.push(Change { path: p, op: "removed".into(), before: Some((*va).clone()), after: None })
+                        }
+                    }
+                }
+                for (id, vb) in &ky {
+                    if !kx.iter().any(|(i, _)| i == id) {
+                        out.push(Change {
+                            path: format!("{path}[id={id}]"),
+                            op: "added".into(),
+                            before: None,
+                            after: Some((*vb).clone()),
+                        });
+                    }
+                }
+                let order = |k: &[(&str, &Value)]| k.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>();
+                let (oa, ob) = (order(&kx), order(&ky));
+                let common_a: Vec<_> = oa.iter().filter(|i| ob.contains(i)).collect();
+                let common_b: Vec<_> = ob.iter().filter(|i| oa.contains(i)).collect();
+                if common_a != common_b {
+                    out.push(Change {
+                        path: format!("{path}[order]"),
+                        op: "changed".into(),
+                        before: Some(Value::from(oa.clone())),
+                        after: Some(Value::from(ob.clone())),
+                    });
+                }
+            }
+            _ => out.push(Change {
+                path: path.to_string(),
+                op: "changed".into(),
+                before: Some(a.clone()),
+                after: Some(b.clone()),
+            }),
+        },
+        _ => out.push(Change {
+            path: path.to_string(),
+            op: "changed".into(),
+            before: Some(a.clone()),
+            after: Some(b.clone()),
+        }),
+    }
+}
+
+/// A place where both sides changed the same thing differently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conflict {
+    pub path: String,
+    /// `None` where the value is absent (removed, or not there).
+    pub base: Option<Value>,
+    pub theirs: Option<Value>,
+    pub mine: Option<Value>,
+}
+
+/// Three-way merge of `mine` and `theirs`, both derived from `base`: changes made on one side only are taken;
+/// where both sides changed the same value differently there is a conflict, and the merge holds `theirs`
+/// there until the conflict is resolved. Nodes in arrays are matched by id.
+pub fn merge3(base: &Value, theirs: &Value, mine: &Value) -> (Value, Vec<Conflict>) {
+    let mut conflicts = Vec::new();
+    let merged = merge_at("$", Some(base), Some(theirs), Some(mine), &mut conflicts).unwrap_or(Value::Null);
+    (merged, conflicts)
+}
+
+fn merge_at(
+    path: &str,
+    base: Option<&Value>,
+    theirs: Option<&Value>,
+    mine: Option<&Value>,
+    conflicts: &mut Vec<Conflict>,
+) -> Option<Value> {
+    if theirs == mine {
+        return theirs.cloned();
+    }
+    if mine == base {
+        return theirs.cloned();
+    }
+    if theirs == base {
+        return mine.cloned();
+    }
+    match (base, theirs, mine) {
+        (b, Some(Value::Object(t)), Some(Value::Object(m))) => {
+            let empty = serde_json::Map::new();
+            let b = b.and_then(Value::as_object).unwrap_or(&empty);
+            let mut keys: Vec<&String> = t.keys().collect();
+            keys.extend(m.keys().filter(|k| !t.contains_key(*k)));
+            let mut out = serde_json::Map::new();
+            for k in keys {
+                if let Some(v) = merge_at(&format!("{path}.{k}"), b.get(k), t.get(k), m.get(k), conflicts) {
+                    out.insert(k.clone(), v);
+                }
+            }
+            Some(Value::Object(out))
+        }
+        (b, Some(Value::Array(t)), Some(Value::Array(m))) => {
+            let empty = Vec::new();
+            let b = b.and_then(Value::as_array).unwrap_or(&empty);
+            match (keyed(b).or_else(|| b.is_empty().then(Vec::new)), keyed(t), keyed(m)) {
+                (Some(kb), Some(kt), Some(km)) => {
+                    // Order: theirs, then items only mine added, after their predecessor in mine.
+                    let mut ids: Vec<&str> = kt.iter().map(|(i, _)| *i).collect();
+                    for (pos, (id, _)) in km.iter().enumerate() {
+                        if !ids.contains(id) && !kb.iter().any(|(i, _)| i == id) {
+                            let after = km[..pos].iter().rev().find_map(|(p, _)| ids.iter().position(|i| i == p));
+                            ids.insert(after.map_or(0, |a| a + 1), id);
+                        }
+                    }
+                    for (id, _) in &km {
+                        if !ids.contains(id) && kb.iter().any(|(i, _)| i == id) && !kt.iter().any(|(i, _)| i == id) {
+                            // Removed by them, kept (maybe changed) by me: decided below.
+                            ids.push(id);
+                        }
+                    }
+                    let get =
+                        |k: &[(&str, &Value)], id: &str| k.iter().find(|(i, _)| *i == id).map(|(_, v)| (*v).clone());
+                    let items = ids
+                        .into_iter()
+                        .filter_map(|id| {
+                            let (vb, vt, vm) = (get(&kb, id), get(&kt, id), get(&km, id));
+                            merge_at(&format!("{path}[id={id}]"), vb.as_ref(), vt.as_ref(), vm.as_ref(), conflicts)
+                        })
+                        .collect();
+                    Some(Value::Array(items))
+                }
+                _ => {
+                    conflicts.push(Conflict {
+                        path: path.to_string(),
+                        base: base.cloned(),
+                        theirs: theirs.cloned(),
+                        mine: mine.cloned(),
+                    });
+                    theirs.cloned()
+                }
+            }
+        }
+        _ => {
+            conflicts.push(Conflict {
+                path: path.to_string(),
+                base: base.cloned(),
+                theirs: theirs.cloned(),
+                mine: mine.cloned(),
+            });
+            theirs.cloned()
+        }
+    }
+}
+
+/// Sets the value at a path produced by [`merge3`] or [`diff`] (`$.a.b[id=x].c`); `None` removes it. Used to
+/// apply the resolution of a conflict.
+pub fn set_at(doc: &mut Value, path: &str, value: Option<Value>) -> bool {
+    let Some(rest) = path.strip_prefix('$') else { return false };
+    let mut steps = Vec::new();
+    let mut s = rest;
+    while !s.is_empty() {
+        if let Some(r) = s.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            steps.push((false, &r[..end]));
+            s = &r[end..];
+        } else if let Some(r) = s.strip_prefix("[id=") {
+            let Some(end) = r.find(']') else { return false };
+            steps.push((true, &r[..end]));
+            s = &r[end + 1..];
+        } else {
+            return false;
+        }
+    }
+    let Some((last, parents)) = steps.split_last() else {
+        if let Some(v) = value {
+            *doc = v;
+        }
+        return true;
+    };
+    let mut cur = doc;
+    for (by_id, key) in parents {
+        let next = if *by_id {
+            cur.as_array_mut().and_then(|a| a.iter_mut().find(|v| v.get("id").and_then(Value::as_str) == Some(key)))
+        } else {
+            cur.get_mut(*key)
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return false,
+        }
+    }
+    let (by_id, key) = last;
+    if *by_id {
+        let Some(arr) = cur.as_array_mut() else { return false };
+        let pos = arr.iter().position(|v| v.get("id").and_then(Value::as_str) == Some(key));
+        match (pos, value) {
+            (Some(p), Some(v)) => arr[p] = v,
+            (Some(p), None) => {
+                arr.remove(p);
+            }
+            (None, Some(v)) => arr.push(v),
+            (None, None) => {}
+        }
+        true
+    } else {
+        let Some(obj) = cur.as_object_mut() else { return false };
+        match value {
+            Some(v) => {
+                obj.insert(key.to_string(), v);
+            }
+            None => {
+                obj.remove(*key);
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn host_patterns_and_matching() {
+        assert!(is_host_pattern("www.example.com"));
+        assert!(is_host_pattern("*.example.com"));
+        assert!(!is_host_pattern("*.com"));
+        assert!(!is_host_pattern("WWW.example.com"));
+        assert!(!is_host_pattern("a..b"));
+        assert!(!is_host_pattern("*example.com"));
+        assert!(host_matches("*.example.com", "img.example.com"));
+        assert!(host_matches("*.example.com", "a.b.example.com"));
+        assert!(!host_matches("*.example.com", "example.com"));
+        assert!(!host_matches("*.example.com", "badexample.com"));
+        assert!(host_matches("www.example.com", "www.example.com"));
+    }
+
+    #[test]
+    fn diff_names_nodes_by_id() {
+        let a = json!({"name": "p", "cache_rules": [{"id": "r1", "ttl_seconds": 60}, {"id": "r2", "ttl_seconds": 5}]});
+        let b = json!({"name": "p", "cache_rules": [{"id": "r1", "ttl_seconds": 120}, {"id": "r3", "ttl_seconds": 9}]});
+        let d = diff(&a, &b);
+        let summary: Vec<_> = d.iter().map(|c| (c.path.as_str(), c.op.as_str())).collect();
+        assert_eq!(
+            summary,
+            [
+                ("$.cache_rules[id=r1].ttl_seconds", "changed"),
+                ("$.cache_rules[id=r2]", "removed"),
+                ("$.cache_rules[id=r3]", "added")
+            ]
+        );
+        assert!(diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn merge_takes_changes_of_both_sides_and_reports_real_conflicts() {
+        let base = json!({"name": "p", "origins": [{"id": "o1", "port": 80, "host": "a"}], "cache_rules": [{"id": "r1", "ttl_seconds": 60}]});
+        let theirs = json!({"name": "p", "origins": [{"id": "o1", "port": 443, "host": "a"}], "cache_rules": [{"id": "r1", "ttl_seconds": 300}]});
+        let mine = json!({"name": "p", "origins": [{"id": "o1", "port": 80, "host": "b"}], "cache_rules": [{"id": "r1", "ttl_seconds": 600}, {"id": "r2", "ttl_seconds": 1}]});
+        let (merged, conflicts) = merge3(&base, &theirs, &mine);
+        assert_eq!(
+            merged["origins"][0],
+            json!({"id": "o1", "port": 443, "host": "b"}),
+            "both non-conflicting edits kept"
+        );
+        assert_eq!(merged["cache_rules"][1], json!({"id": "r2", "ttl_seconds": 1}), "my new node kept");
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].path, "$.cache_rules[id=r1].ttl_seconds");
+        assert_eq!((conflicts[0].theirs.clone(), conflicts[0].mine.clone()), (Some(json!(300)), Some(json!(600))));
+        let mut resolved = merged.clone();
+        assert!(set_at(&mut resolved, &conflicts[0].path, conflicts[0].mine.clone()));
+        assert_eq!(resolved["cache_rules"][0]["ttl_seconds"], 600);
+    }
+
+    #[test]
+    fn merge_of_a_node_removed_by_them_and_changed_by_me_is_a_conflict() {
+        let base = json!({"rules": [{"id": "a", "v": 1}, {"id": "b", "v": 1}]});
+        let theirs = json!({"rules": [{"id": "a", "v": 1}]});
+        let mine = json!({"rules": [{"id": "a", "v": 1}, {"id": "b", "v": 2}]});
+        let (merged, conflicts) = merge3(&base, &theirs, &mine);
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].path, "$.rules[id=b]");
+        assert_eq!(merged, json!({"rules": [{"id": "a", "v": 1}]}));
+        // Removed by them, untouched by me: removed.
+        let mine = json!({"rules": [{"id": "a", "v": 2}, {"id": "b", "v": 1}]});
+        let (merged, conflicts) = merge3(&base, &theirs, &mine);
+        assert!(conflicts.is_empty());
+        assert_eq!(merged, json!({"rules": [{"id": "a", "v": 2}]}));
+    }
+
+    #[test]
+    fn validation_lists_every_problem_by_path() {
+        let config: PropertyConfig = serde_json::from_value(json!({
+            "name": "p",
+            "host_patterns": [{"pattern": "*.com"}, {"pattern": "ok.example.com"}],
+            "origins": [{"name": "", "host": "bad host", "port": 0, "protocol": "ftp"}],
+            "security": {"traffic_shaping_rules": [
+                {"name": "r", "action": "RATE_LIMIT", "match_type": "NETWORK_LIST", "values": ["nl-1", "nl-x"]}
+            ]}
+        }))
+        .unwrap();
+        let problems = validate(&config, &|id| id == "nl-1");
+        let paths: Vec<_> = problems.iter().map(|p| p.split(':').next().unwrap().to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "$.host_patterns[0].pattern",
+                "$.origins[0].name",
+                "$.origins[0].host",
+                "$.origins[0].port",
+                "$.origins[0].protocol",
+                "$.security.traffic_shaping_rules[0].rate_limit_per_minute",
+                "$.security.traffic_shaping_rules[0].values[1]"
+            ]
+        );
+    }
+}

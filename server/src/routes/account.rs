@@ -1,0 +1,165 @@
+//! The customer account and its features.
+
+use axum::extract::State;
+use edge_api::{Account, AccountUpdate, ErrorBody, Feature, paths};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::users::is_email;
+use crate::{
+    AppState,
+    access::{Allowed, perm},
+    clock::iso_ms,
+    error::{AppError, AppResult},
+    extract::Json,
+    store::Customer,
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_account, put_account)).routes(routes!(list_features))
+}
+
+fn account_body(c: &Customer) -> Account {
+    Account {
+        name: c.name.clone(),
+        display_name: c.display_name.clone(),
+        contact_email: c.contact_email.clone(),
+        timezone: c.timezone.clone(),
+        created: iso_ms(c.created_ms),
+        uri: format!("{}/account", paths::base(&c.name)),
+    }
+}
+
+/// `UTC`, or an IANA zone name such as `Europe/Berlin` or `America/Argentina/Buenos_Aires`.
+fn is_timezone(tz: &str) -> bool {
+    tz == "UTC"
+        || (tz.len() <= 64
+            && tz.contains('/')
+            && tz.split('/').all(|part| {
+                !part.is_empty()
+                    && part.as_bytes()[0].is_ascii_uppercase()
+                    && part.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+'))
+            }))
+}
+
+#[utoipa::path(
+    get, path = "/account", tag = "account",
+    responses(
+        (status = 200, description = "The account", body = Account),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "The caller's role may not read the account", body = ErrorBody),
+    )
+)]
+async fn get_account(Allowed(caller, _): Allowed<perm::ReadAccount>) -> AppResult<axum::Json<Account>> {
+    Ok(axum::Json(account_body(&caller.customer)))
+}
+
+/// Change the account's display name, contact e-mail and time zone. The name cannot change.
+#[utoipa::path(
+    put, path = "/account", tag = "account",
+    request_body = AccountUpdate,
+    responses(
+        (status = 200, description = "The updated account", body = Account),
+        (status = 400, description = "Invalid information (`invalid_account` with details), or a different name (`immutable_field`)", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "Only administrators change the account", body = ErrorBody),
+    )
+)]
+async fn put_account(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::WriteAccount>,
+    Json(update): Json<AccountUpdate>,
+) -> AppResult<axum::Json<Account>> {
+    let c = &caller.customer;
+    if let Some(name) = update.name.as_deref()
+        && name != c.name
+    {
+        return Err(AppError::bad_request(
+            "immutable_field",
+            format!("The account name is {:?} and cannot change.", c.name),
+        ));
+    }
+    let display_name = update.display_name.unwrap_or_else(|| c.display_name.clone());
+    let contact_email = update.contact_email.unwrap_or_else(|| c.contact_email.clone());
+    let timezone = update.timezone.unwrap_or_else(|| c.timezone.clone());
+    let mut problems = Vec::new();
+    if display_name.trim().is_empty()
+        || display_name.chars().count() > 200
+        || display_name.chars().any(char::is_control)
+    {
+        problems.push("display_name: 1 to 200 characters, without control characters.".to_string());
+    }
+    if !contact_email.is_empty() && !is_email(&contact_email) {
+        problems.push(format!("contact_email: {contact_email:?} is not an e-mail address."));
+    }
+    if !is_timezone(&timezone) {
+        problems.push(format!("timezone: {timezone:?} is not UTC or an IANA time zone name such as Europe/Berlin."));
+    }
+    if !problems.is_empty() {
+        return Err(AppError::BadRequest {
+            kind: "invalid_account",
+            message: "The account is not valid.".into(),
+            details: problems,
+        });
+    }
+    let updated = state
+        .store
+        .update_customer(c.id, display_name.trim(), &contact_email, &timezone)
+        .await?
+        .ok_or(AppError::NotFound("account"))?;
+    Ok(axum::Json(account_body(&updated)))
+}
+
+/// The features of the account and whether each is enabled.
+#[utoipa::path(
+    get, path = "/features", tag = "account",
+    responses(
+        (status = 200, description = "The features", body = Vec<Feature>),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "The caller's role may not read the account", body = ErrorBody),
+    )
+)]
+async fn list_features(Allowed(_, _): Allowed<perm::ReadAccount>) -> AppResult<axum::Json<Vec<Feature>>> {
+    let feature = |id: &str, name: &str, description: &str| Feature {
+        id: id.into(),
+        name: name.into(),
+        description: description.into(),
+        enabled: true,
+    };
+    Ok(axum::Json(vec![
+        feature(
+            "delivery_statistics",
+            "Delivery statistics",
+            "Hits, bandwidth and timing by dimension, and the top URLs.",
+        ),
+        feature(
+            "security_statistics",
+            "Security statistics",
+            "Security events, WAF and traffic-shaping trends and top-K reports.",
+        ),
+        feature("waf", "Web application firewall", "WAF rules per property, blocking or warning."),
+        feature(
+            "traffic_shaping",
+            "Traffic shaping",
+            "Blocking, rate-limiting or warning by IP, range, country or network list.",
+        ),
+        feature("cache_purge", "Cache purge", "Purging or expiring cached content, limited to 2 requests per second."),
+        feature("network_lists", "Network lists", "Up to 50,000 IP or country entries per list."),
+        feature("two_factor", "Two-factor authentication", "Time-based one-time passwords for the console's users."),
+        feature("log_ingestion", "Log ingestion", "Access logs and security events sent as NDJSON."),
+    ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_zones_look_like_iana_names() {
+        for ok in ["UTC", "Europe/Berlin", "America/Argentina/Buenos_Aires", "Etc/GMT+5"] {
+            assert!(is_timezone(ok), "{ok}");
+        }
+        for bad in ["", "Berlin", "europe/berlin", "Europe/", "Europe//Berlin", "Europe/Ber lin"] {
+            assert!(!is_timezone(bad), "{bad}");
+        }
+    }
+}

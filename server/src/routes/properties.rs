@@ -1,0 +1,391 @@
+//! Properties and their configuration: read with an ETag, update with If-Match (optimistic concurrency),
+//! version history and diffs.
+
+use axum::{
+    extract::{Path, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use edge_api::{
+    ErrorBody,
+    config::{
+        Change, ConfigDocument, ConfigVersion, HostPattern, NewProperty, PropertyConfig, PropertySummary, ReadOnly,
+        UpdatePropertyModel, diff, is_valid_property_name,
+    },
+    paths,
+};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    AppState,
+    access::{Allowed, perm},
+    auth::Caller,
+    clock::iso_ms,
+    config::{Stamp, apply_update, etag, stamp_new},
+    error::{AppError, AppResult},
+    extract::{Json, Query},
+    store::{ConfigVersionRecord, Customer, PropertyRecord},
+    tasks::{CONFIG_DEPLOY, new_task},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_properties, create_property))
+        .routes(routes!(get_config, put_config))
+        .routes(routes!(list_versions))
+        .routes(routes!(get_version))
+        .routes(routes!(diff_versions))
+}
+
+#[derive(Deserialize)]
+struct PropertyPath {
+    property_name: String,
+}
+
+fn config_uri(customer: &Customer, name: &str) -> String {
+    format!("{}/properties/{name}/config", paths::base(&customer.name))
+}
+
+fn document(v: &ConfigVersionRecord) -> AppResult<ConfigDocument> {
+    let config: PropertyConfig = serde_json::from_str(&v.config).map_err(|e| anyhow::anyhow!("stored config: {e}"))?;
+    Ok(ConfigDocument {
+        config,
+        etag: v.etag.clone(),
+        version: v.version,
+        author: v.author.clone(),
+        modified: iso_ms(v.created_ms),
+        comment: v.comment.clone(),
+    })
+}
+
+fn with_etag(doc: ConfigDocument) -> Response {
+    let etag = HeaderValue::from_str(&doc.etag).unwrap_or_else(|_| HeaderValue::from_static("\"\""));
+    ([(header::ETAG, etag)], axum::Json(doc)).into_response()
+}
+
+async fn find(state: &AppState, caller: &Caller, name: &str) -> AppResult<(PropertyRecord, ConfigVersionRecord)> {
+    state.store.property(caller.customer.id, name).await?.ok_or(AppError::NotFound("property"))
+}
+
+/// Stores a new version of a property (the first when `existing` is None), with its deployment task.
+async fn save(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    existing: Option<&PropertyRecord>,
+    config: &PropertyConfig,
+    comment: &str,
+) -> AppResult<Option<ConfigVersionRecord>> {
+    let json = serde_json::to_string(config).map_err(anyhow::Error::from)?;
+    let version = existing.map_or(1, |p| p.version + 1);
+    let record = ConfigVersionRecord {
+        version,
+        etag: etag(version, &json),
+        config: json,
+        author: caller.user.username.clone(),
+        created_ms: state.clock.now_ms(),
+        comment: comment.to_string(),
+    };
+    let task = new_task(state, caller, CONFIG_DEPLOY, name, &config_uri(&caller.customer, name));
+    match existing {
+        Some(p) => Ok(state.store.update_property_config(p.id, p.version, &record, &task).await?.then_some(record)),
+        None => {
+            state.store.create_property(caller.customer.id, name, &record, &task).await.map_err(|e| match e {
+                crate::store::StoreError::Conflict(_) => {
+                    AppError::Conflict { kind: "conflict", message: format!("A property {name:?} already exists.") }
+                }
+                other => other.into(),
+            })?;
+            Ok(Some(record))
+        }
+    }
+}
+
+/// The customer's properties, by name, with their current version.
+#[utoipa::path(
+    get, path = "/properties", tag = "properties",
+    responses(
+        (status = 200, description = "The properties", body = Vec<PropertySummary>),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+    )
+)]
+async fn list_properties(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+) -> AppResult<axum::Json<Vec<PropertySummary>>> {
+    let items = state
+        .store
+        .properties(caller.customer.id)
+        .await?
+        .into_iter()
+        .map(|(p, v)| PropertySummary {
+            uri: config_uri(&caller.customer, &p.name),
+            host_patterns: serde_json::from_str::<PropertyConfig>(&v.config)
+                .map(|c| c.host_patterns.into_iter().map(|h| h.pattern).collect())
+                .unwrap_or_default(),
+            name: p.name,
+            version: p.version,
+            etag: v.etag,
+            modified: iso_ms(v.created_ms),
+        })
+        .collect();
+    Ok(axum::Json(items))
+}
+
+/// Create a property with its host patterns (beyond the original API).
+#[utoipa::path(
+    post, path = "/properties", tag = "properties",
+    request_body = NewProperty,
+    responses(
+        (status = 201, description = "The property's first configuration", body = ConfigDocument),
+        (status = 400, description = "Invalid name or host patterns (`invalid_config`)", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "The caller's role may not change configurations", body = ErrorBody),
+        (status = 409, description = "A property of this name exists", body = ErrorBody),
+    )
+)]
+async fn create_property(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::WriteConfig>,
+    Json(input): Json<NewProperty>,
+) -> AppResult<Response> {
+    if !is_valid_property_name(&input.name) {
+        return Err(AppError::bad_request(
+            "invalid_config",
+            "name: 1 to 63 of a-z, 0-9, '-', '_', '.', starting with a letter or digit.",
+        ));
+    }
+    let mut config = PropertyConfig {
+        id: String::new(),
+        name: input.name.clone(),
+        readonly: ReadOnly::default(),
+        host_patterns: input
+            .host_patterns
+            .iter()
+            .map(|p| HostPattern { id: String::new(), readonly: ReadOnly::default(), pattern: p.trim().to_lowercase() })
+            .collect(),
+        origins: Vec::new(),
+        cache_rules: Vec::new(),
+        security: Default::default(),
+    };
+    let problems = edge_api::config::validate(&config, &|_| false);
+    if !problems.is_empty() {
+        return Err(AppError::BadRequest {
+            kind: "invalid_config",
+            message: "The property is not valid.".into(),
+            details: problems,
+        });
+    }
+    let now = iso_ms(state.clock.now_ms());
+    stamp_new(&mut config, &Stamp { author: &caller.user.username, now: &now });
+    let record = save(&state, &caller, &input.name, None, &config, "Created")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("not stored"))?;
+    let mut response = with_etag(document(&record)?);
+    *response.status_mut() = StatusCode::CREATED;
+    response.headers_mut().insert(
+        header::LOCATION,
+        HeaderValue::from_str(&config_uri(&caller.customer, &input.name)).unwrap_or(HeaderValue::from_static("")),
+    );
+    Ok(response)
+}
+
+/// A property's current configuration; its etag is in the ETag header and the body.
+#[utoipa::path(
+    get, path = "/properties/{property_name}/config", tag = "properties",
+    params(("property_name" = String, Path, description = "Property name")),
+    responses(
+        (status = 200, description = "The configuration, with its etag", body = ConfigDocument,
+         headers(("ETag" = String, description = "Strong entity tag; send it in If-Match to update"))),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such property", body = ErrorBody),
+    )
+)]
+async fn get_config(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+    Path(p): Path<PropertyPath>,
+) -> AppResult<Response> {
+    let (_, current) = find(&state, &caller, &p.property_name).await?;
+    Ok(with_etag(document(&current)?))
+}
+
+/// Replace a property's configuration. `If-Match` must carry the etag read (missing: 428; stale: 409 with the
+/// current etag). Nodes are matched by id, else by read-only part among siblings; new nodes may not set
+/// read-only fields and existing ones may not change theirs.
+#[utoipa::path(
+    put, path = "/properties/{property_name}/config", tag = "properties",
+    params(
+        ("property_name" = String, Path, description = "Property name"),
+        ("If-Match" = String, Header, description = "The etag of the configuration this update is based on"),
+    ),
+    request_body = UpdatePropertyModel,
+    responses(
+        (status = 200, description = "Updated; the new etag", body = ConfigDocument,
+         headers(("ETag" = String, description = "The new entity tag"))),
+        (status = 400, description = "Invalid JSON, or an invalid configuration (`invalid_config`, every problem by node path)", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "The caller's role may not change configurations", body = ErrorBody),
+        (status = 404, description = "No such property", body = ErrorBody),
+        (status = 409, description = "The etag is stale: someone else updated meanwhile (`stale_etag`); the current etag is in the ETag header", body = ErrorBody),
+        (status = 428, description = "No If-Match header (`precondition_required`)", body = ErrorBody),
+    )
+)]
+async fn put_config(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::WriteConfig>,
+    Path(p): Path<PropertyPath>,
+    headers: HeaderMap,
+    Json(update): Json<UpdatePropertyModel>,
+) -> AppResult<Response> {
+    let (property, current) = find(&state, &caller, &p.property_name).await?;
+    let if_match = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::trim);
+    let Some(if_match) = if_match.filter(|v| !v.is_empty() && *v != "*") else {
+        return Err(AppError::PreconditionRequired(
+            "Send the etag of the configuration you edited in If-Match (read it with GET).".into(),
+        ));
+    };
+    let stale = || {
+        AppError::Conflict {
+            kind: "stale_etag",
+            message:
+                "The configuration changed since you read it: read it again (its etag is in the ETag header) and retry."
+                    .into(),
+        }
+        .into_response()
+    };
+    let unquoted = |s: &str| s.trim_matches('"').to_string();
+    if unquoted(if_match) != unquoted(&current.etag) {
+        let mut r = stale();
+        if let Ok(v) = HeaderValue::from_str(&current.etag) {
+            r.headers_mut().insert(header::ETAG, v);
+        }
+        return Ok(r);
+    }
+    let existing = document(&current)?.config;
+    let lists: Vec<String> = {
+        let (lists, _) = state.store.network_lists(caller.customer.id, None, true, 0, u64::MAX / 2).await?;
+        lists.into_iter().map(|l| l.id).collect()
+    };
+    let now = iso_ms(state.clock.now_ms());
+    let stamp = Stamp { author: &caller.user.username, now: &now };
+    let next =
+        apply_update(&existing, &update.config, &stamp, &|id| lists.iter().any(|l| l == id)).map_err(|problems| {
+            AppError::BadRequest {
+                kind: "invalid_config",
+                message: format!("The configuration is not valid: {} problem(s).", problems.len()),
+                details: problems,
+            }
+        })?;
+    match save(&state, &caller, &property.name, Some(&property), &next, update.comment.trim()).await? {
+        Some(record) => Ok(with_etag(document(&record)?)),
+        None => {
+            // Another update was stored between our read and our write.
+            let mut r = stale();
+            if let Some((_, now_current)) = state.store.property(caller.customer.id, &property.name).await?
+                && let Ok(v) = HeaderValue::from_str(&now_current.etag)
+            {
+                r.headers_mut().insert(header::ETAG, v);
+            }
+            Ok(r)
+        }
+    }
+}
+
+/// The version history, newest first. A rollback is an update with an old version's configuration.
+#[utoipa::path(
+    get, path = "/properties/{property_name}/config/versions", tag = "properties",
+    params(("property_name" = String, Path, description = "Property name")),
+    responses(
+        (status = 200, description = "Every version: author, time, comment", body = Vec<ConfigVersion>),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such property", body = ErrorBody),
+    )
+)]
+async fn list_versions(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+    Path(p): Path<PropertyPath>,
+) -> AppResult<axum::Json<Vec<ConfigVersion>>> {
+    let (property, _) = find(&state, &caller, &p.property_name).await?;
+    let versions = state.store.config_versions(property.id).await?;
+    Ok(axum::Json(
+        versions
+            .into_iter()
+            .map(|v| ConfigVersion {
+                version: v.version,
+                etag: v.etag,
+                author: v.author,
+                created: iso_ms(v.created_ms),
+                comment: v.comment,
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+struct VersionPath {
+    property_name: String,
+    version: u64,
+}
+
+#[utoipa::path(
+    get, path = "/properties/{property_name}/config/versions/{version}", tag = "properties",
+    params(("property_name" = String, Path, description = "Property name"), ("version" = u64, Path, description = "Version number")),
+    responses(
+        (status = 200, description = "That version's configuration", body = ConfigDocument),
+        (status = 400, description = "The version is not a number", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such property or version", body = ErrorBody),
+    )
+)]
+async fn get_version(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+    p: Result<Path<VersionPath>, axum::extract::rejection::PathRejection>,
+) -> AppResult<axum::Json<ConfigDocument>> {
+    let Path(p) = p.map_err(|_| AppError::invalid_parameter("The version is a number."))?;
+    let (property, _) = find(&state, &caller, &p.property_name).await?;
+    let v = state.store.config_version(property.id, p.version).await?.ok_or(AppError::NotFound("version"))?;
+    Ok(axum::Json(document(&v)?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DiffQuery {
+    /// The older version.
+    from: u64,
+    /// The newer version.
+    to: u64,
+}
+
+/// The differences between two versions; nodes are named by id (`$.cache_rules[id=…].ttl_seconds`).
+#[utoipa::path(
+    get, path = "/properties/{property_name}/config/diff", tag = "properties",
+    params(("property_name" = String, Path, description = "Property name"), DiffQuery),
+    responses(
+        (status = 200, description = "The changes from `from` to `to`", body = Vec<Change>),
+        (status = 400, description = "Missing or invalid from/to", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such property or version", body = ErrorBody),
+    )
+)]
+async fn diff_versions(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+    Path(p): Path<PropertyPath>,
+    Query(q): Query<DiffQuery>,
+) -> AppResult<axum::Json<Vec<Change>>> {
+    let (property, _) = find(&state, &caller, &p.property_name).await?;
+    let load = |v: u64| {
+        let state = state.clone();
+        async move {
+            let record = state.store.config_version(property.id, v).await?.ok_or(AppError::NotFound("version"))?;
+            serde_json::from_str::<serde_json::Value>(&record.config).map_err(|e| AppError::Internal(e.into()))
+        }
+    };
+    let (a, b) = (load(q.from).await?, load(q.to).await?);
+    Ok(axum::Json(diff(&a, &b)))
+}

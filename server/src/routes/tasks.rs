@@ -1,0 +1,159 @@
+//! Tasks: the long-running changes of the customer and their progress.
+
+use axum::extract::{Path, State};
+use chrono::{DateTime, NaiveDateTime};
+use edge_api::{ErrorBody, PageInfo, TASK_STATUSES, Task, TaskPage, paths};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::paging::PageQuery;
+use crate::{
+    AppState,
+    access::{Allowed, perm},
+    error::{AppError, AppResult},
+    extract::Query,
+    tasks::{state_of, task_body},
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_tasks)).routes(routes!(get_task))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct TaskQuery {
+    /// Only tasks updated after this time: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (e.g. `2026-11-22T10:00:00.000+0000`;
+    /// `Z`, `+00:00` and no milliseconds are accepted too).
+    since: Option<String>,
+    /// Page number, from 1 (default 1).
+    page: Option<u64>,
+    /// Tasks per page (default 100, at most 1000).
+    count: Option<u64>,
+    /// `QUEUED`, `RUNNING`, `COMPLETED` or `FAILED`.
+    status: Option<String>,
+    /// `networklist.deploy`, `config.deploy` or `purge`.
+    operation: Option<String>,
+}
+
+/// Parses the `since` time in the forms the API accepts, to milliseconds since the epoch.
+pub fn parse_since(s: &str) -> Option<i64> {
+    for format in ["%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%dT%H:%M:%S%.f%:z", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S%:z"] {
+        if let Ok(t) = DateTime::parse_from_str(s, format) {
+            return Some(t.timestamp_millis());
+        }
+    }
+    let naive = s.strip_suffix('Z')?;
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
+        .map(|t| t.and_utc().timestamp_millis())
+}
+
+/// Tasks of the customer, newest first: those updated after `since`, optionally of one status and operation.
+#[utoipa::path(
+    get, path = "/tasks", tag = "tasks",
+    params(TaskQuery),
+    responses(
+        (status = 200, description = "A page of tasks", body = TaskPage),
+        (status = 400, description = "Invalid since, status, page or count", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+    )
+)]
+async fn list_tasks(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadTasks>,
+    Query(q): Query<TaskQuery>,
+) -> AppResult<axum::Json<TaskPage>> {
+    let page = PageQuery { page: q.page, count: q.count }.resolve()?;
+    let since = match q.since.as_deref() {
+        Some(s) => parse_since(s).ok_or_else(|| {
+            AppError::invalid_parameter(format!("since: {s:?} is not a time like 2026-11-22T10:00:00.000+0000."))
+        })?,
+        None => i64::MIN,
+    };
+    if let Some(status) = q.status.as_deref()
+        && !TASK_STATUSES.contains(&status)
+    {
+        return Err(AppError::invalid_parameter(format!(
+            "status: {status:?} is not one of {}.",
+            TASK_STATUSES.join(", ")
+        )));
+    }
+    let now = state.clock.now_ms();
+    let tasks: Vec<Task> = state
+        .store
+        .tasks_since(caller.customer.id, since)
+        .await?
+        .into_iter()
+        .filter(|t| q.operation.as_deref().is_none_or(|op| op == t.operation))
+        .filter(|t| {
+            let s = state_of(&state, t, now);
+            s.last_updated_ms > since && q.status.as_deref().is_none_or(|st| st == s.status)
+        })
+        .map(|t| task_body(&state, &caller.customer, &t, now))
+        .collect();
+    let info = PageInfo { page: page.page, count: page.count, total: tasks.len() as u64 };
+    let mut query = String::new();
+    for (k, v) in [("since", &q.since), ("status", &q.status), ("operation", &q.operation)] {
+        if let Some(v) = v {
+            query.push_str(&format!("&{k}={}", super::users::url_encode(v)));
+        }
+    }
+    let uri = |p: u64| format!("{}/tasks?page={p}&count={}{query}", paths::base(&caller.customer.name), page.count);
+    Ok(axum::Json(TaskPage {
+        uri: uri(page.page),
+        items: tasks.into_iter().skip(info.offset() as usize).take(page.count as usize).collect(),
+        total: info.total,
+        has_more: info.has_more(),
+        page_count: info.page_count(),
+        page_index: page.page,
+        prev_uri: (page.page > 1).then(|| uri(page.page - 1)),
+        next_uri: info.has_more().then(|| uri(page.page + 1)),
+    }))
+}
+
+#[derive(Deserialize)]
+struct TaskPath {
+    task_id: String,
+}
+
+#[utoipa::path(
+    get, path = "/tasks/{task_id}", tag = "tasks",
+    params(("task_id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task", body = Task),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such task", body = ErrorBody),
+    )
+)]
+async fn get_task(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadTasks>,
+    Path(p): Path<TaskPath>,
+) -> AppResult<axum::Json<Task>> {
+    let task = state.store.task(caller.customer.id, &p.task_id).await?.ok_or(AppError::NotFound("task"))?;
+    Ok(axum::Json(task_body(&state, &caller.customer, &task, state.clock.now_ms())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_the_documented_format_and_its_neighbours() {
+        let expected = Some(1_767_225_600_000);
+        for s in [
+            "2026-01-01T00:00:00.000+0000",
+            "2026-01-01T00:00:00.000Z",
+            "2026-01-01T00:00:00Z",
+            "2026-01-01T01:00:00.000+01:00",
+            "2026-01-01T00:00:00+0000",
+        ] {
+            assert_eq!(parse_since(s), expected, "{s}");
+        }
+        for bad in ["2026-01-01", "yesterday", "2026-01-01T00:00:00", ""] {
+            assert_eq!(parse_since(bad), None, "{bad}");
+        }
+    }
+}
