@@ -3,7 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ErrorDetail;
+use crate::{
+    ErrorDetail,
+    config::{host_matches, is_host_pattern},
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -102,4 +105,83 @@ pub struct TransactionSummary {
     pub end_ts: i64,
     pub percent_received_responses: u8,
     pub transaction_status: String,
+}
+
+/// The problems of one URI of a purge request, given the account's host patterns.
+pub fn uri_problems(u: &PurgeUri, patterns: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let exact = match u.match_mode.as_str() {
+        "EXACT_LITERAL" => true,
+        "PREFIX_LITERAL" => false,
+        other => {
+            problems.push(format!("match_mode {other:?} is not one of {}", MATCH_MODES.join(", ")));
+            true
+        }
+    };
+    if let Some(regex) = &u.cache_key_modifier_regex {
+        if exact {
+            problems.push("cache_key_modifier_regex is allowed only with PREFIX_LITERAL".into());
+        }
+        if regex.is_empty() || regex[..regex.len().saturating_sub(1)].contains('*') {
+            problems.push(format!("cache_key_modifier_regex {regex:?} may contain a wildcard * only at its end"));
+        }
+    }
+    let pattern = u.uri_pattern.trim();
+    let rest = pattern.strip_prefix("https://").or_else(|| pattern.strip_prefix("http://")).unwrap_or(pattern);
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let host = host.to_ascii_lowercase();
+    if host.is_empty() || !is_host_pattern(&host) {
+        problems.push(format!("uri_pattern {pattern:?} does not start with a domain (host/path)"));
+        return problems;
+    }
+    if exact && (path.is_empty() || path == "/") {
+        problems.push(format!("uri_pattern {pattern:?}: EXACT_LITERAL names one object; give its path"));
+    }
+    if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        problems.push(format!("uri_pattern {pattern:?} contains spaces or control characters"));
+    }
+    if host.starts_with("*.") {
+        if !patterns.contains(&host) {
+            problems.push(format!("the domain wildcard {host} is not defined in the host patterns of any property"));
+        }
+    } else if !patterns.iter().any(|p| host_matches(p, &host)) {
+        problems.push(format!("no property serves the domain {host}: you may not purge it"));
+    }
+    problems
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(pattern: &str, mode: &str, regex: Option<&str>) -> PurgeUri {
+        PurgeUri {
+            uri_pattern: pattern.into(),
+            match_mode: mode.into(),
+            cache_key_modifier_regex: regex.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn purge_uris_are_checked_against_host_patterns_and_modes() {
+        let patterns = vec!["www.example.com".to_string(), "*.cdn.example.com".to_string()];
+        let ok = |p, m, r| assert!(uri_problems(&uri(p, m, r), &patterns).is_empty(), "{p} {m} {r:?}");
+        let bad = |p, m, r| assert!(!uri_problems(&uri(p, m, r), &patterns).is_empty(), "{p} {m} {r:?}");
+        ok("www.example.com/images/logo.png", "EXACT_LITERAL", None);
+        ok("https://www.example.com/images/", "PREFIX_LITERAL", None);
+        ok("img.cdn.example.com/a.js", "EXACT_LITERAL", None);
+        ok("*.cdn.example.com/a.js", "EXACT_LITERAL", None);
+        ok("www.example.com/images/", "PREFIX_LITERAL", Some("lang=en*"));
+        bad("www.example.com/images/", "PREFIX_LITERAL", Some("la*ng"));
+        bad("www.example.com/a.png", "EXACT_LITERAL", Some("x"));
+        bad("other.com/a.png", "EXACT_LITERAL", None);
+        bad("*.example.com/a.png", "EXACT_LITERAL", None);
+        bad("www.example.com", "EXACT_LITERAL", None);
+        bad("/images/a.png", "EXACT_LITERAL", None);
+        bad("www.example.com/a.png", "FUZZY", None);
+    }
 }

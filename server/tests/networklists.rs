@@ -201,6 +201,11 @@ async fn entries_page_and_are_removed_one_by_one_or_all_at_once() {
     let entry_id = items[0]["id"].as_str().unwrap();
     assert_eq!(items[0]["uri"], format!("{uri}/entries/{entry_id}"));
 
+    let reply = app.send(req(Method::GET, &format!("{uri}/entries?q=t")).basic("alice", PASSWORD).done()).await;
+    let found: Vec<_> = reply.body["items"].as_array().unwrap().iter().map(|e| e["entry"].clone()).collect();
+    assert_eq!(found, [json!("IT"), json!("PT")], "search is case-insensitive");
+    assert_eq!(reply.body["uri"], format!("{uri}/entries?page=1&count=100&q=t"));
+
     let reply = app.send(req(Method::GET, &format!("{uri}/entries/{entry_id}")).basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.body["type"], "GEO");
     assert_eq!(reply.body["network_list_uri"], uri);

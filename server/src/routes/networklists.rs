@@ -415,6 +415,8 @@ struct EntryQuery {
     page: Option<u64>,
     /// Entries per page (default 100, at most 1000).
     count: Option<u64>,
+    /// Only entries containing this text (beyond the original API).
+    q: Option<String>,
 }
 
 /// A list's entries, oldest first, a page at a time.
@@ -438,10 +440,12 @@ async fn list_entries(
     let (page, count) = page_of(q.page, q.count, 100)?;
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
     let info = PageInfo { page, count, total: 0 };
-    let (entries, total) = state.store.entries(&list.id, info.offset(), count).await?;
+    let search = q.q.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let (entries, total) = state.store.entries(&list.id, search, info.offset(), count).await?;
     let info = PageInfo { total, ..info };
     let base = list_uri(&caller.customer, &list.id);
-    let uri = |p: u64| format!("{base}/entries?page={p}&count={count}");
+    let filter = search.map(|s| format!("&q={}", super::users::url_encode(s))).unwrap_or_default();
+    let uri = |p: u64| format!("{base}/entries?page={p}&count={count}{filter}");
     Ok(axum::Json(EntryPage {
         uri: uri(page),
         items: entries

@@ -336,8 +336,14 @@ pub trait Store: Send + Sync + 'static {
         modified_ms: i64,
         task: &TaskRecord,
     ) -> StoreResult<AddedEntries>;
-    /// A page of entries, oldest first, and the total.
-    async fn entries(&self, list_id: &str, offset: u64, limit: u64) -> StoreResult<(Vec<EntryRecord>, u64)>;
+    /// A page of entries, oldest first, optionally only those containing `search`, and the total that match.
+    async fn entries(
+        &self,
+        list_id: &str,
+        search: Option<&str>,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<EntryRecord>, u64)>;
     /// Every entry value, oldest first.
     async fn entry_values(&self, list_id: &str) -> StoreResult<Vec<String>>;
     async fn entry(&self, list_id: &str, entry_id: &str) -> StoreResult<Option<EntryRecord>>;

@@ -38,6 +38,11 @@ impl SqliteStore {
     }
 }
 
+/// A case-insensitive LIKE pattern for "contains `search`", with `%`, `_` and `\\` in it matching themselves.
+fn like_pattern(search: &str) -> String {
+    format!("%{}%", search.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
+}
+
 fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
 }
@@ -852,13 +857,23 @@ impl Store for SqliteStore {
         Ok(AddedEntries { added, already_present: entries.len() as u64 - added })
     }
 
-    async fn entries(&self, list_id: &str, offset: u64, limit: u64) -> StoreResult<(Vec<EntryRecord>, u64)> {
-        let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM network_list_entries WHERE list_id = ?")
+    async fn entries(
+        &self,
+        list_id: &str,
+        search: Option<&str>,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<EntryRecord>, u64)> {
+        let pattern = search.map(like_pattern);
+        let filter = "list_id = ?1 AND (?2 IS NULL OR lower(value) LIKE ?2 ESCAPE '\\')";
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM network_list_entries WHERE {filter}"))
             .bind(list_id)
+            .bind(&pattern)
             .fetch_one(&self.pool)
             .await?;
-        let rows = sqlx::query("SELECT * FROM network_list_entries WHERE list_id = ? ORDER BY seq LIMIT ? OFFSET ?")
+        let rows = sqlx::query(&format!("SELECT * FROM network_list_entries WHERE {filter} ORDER BY seq LIMIT ?3 OFFSET ?4"))
             .bind(list_id)
+            .bind(&pattern)
             .bind(limit.min(i64::MAX as u64) as i64)
             .bind(offset.min(i64::MAX as u64) as i64)
             .fetch_all(&self.pool)
