@@ -365,9 +365,7 @@ impl Store for SqliteStore {
         offset: u64,
         limit: u64,
     ) -> StoreResult<(Vec<UserRecord>, u64)> {
-        // LIKE with the search escaped, so `%` and `_` in a search match themselves.
-        let pattern = search
-            .map(|q| format!("%{}%", q.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+        let pattern = search.map(like_pattern);
         let filter = "customer_id = ?1 AND (?2 IS NULL OR lower(username) LIKE ?2 ESCAPE '\\' OR lower(full_name) LIKE ?2 ESCAPE '\\')";
         let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM users WHERE {filter}"))
             .bind(customer)
