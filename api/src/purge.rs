@@ -153,7 +153,6 @@ pub fn uri_problems(u: &PurgeUri, patterns: &[String]) -> Vec<String> {
     problems
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

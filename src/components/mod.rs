@@ -3,3 +3,5 @@
 pub mod dialog;
 pub mod errors;
 pub mod layout;
+pub mod pager;
+pub mod progress;

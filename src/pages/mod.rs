@@ -1,14 +1,24 @@
 //! One module per route.
 
+pub mod account;
+pub mod lists;
 pub mod login;
 pub mod me;
+pub mod properties;
+pub mod purge;
 pub mod reset;
+pub mod tasks;
 pub mod users;
 
 use leptos::prelude::*;
 use leptos_router::{components::A, hooks::use_params_map};
 
+pub use account::Account;
+pub use lists::NetworkLists;
 pub use me::MyAccount;
+pub use properties::Properties;
+pub use purge::Purge;
+pub use tasks::Tasks;
 pub use users::Users;
 
 /// The customer of the current route (`/:customer/...`).
@@ -49,36 +59,6 @@ pub fn Security() -> impl IntoView {
             summary="Security events, WAF and traffic-shaping trends and top-K reports."
         />
     }
-}
-
-#[component]
-pub fn Properties() -> impl IntoView {
-    view! {
-        <Upcoming
-            title="Properties"
-            summary="Property configurations: host patterns, origins, cache rules and security rules, with version history."
-        />
-    }
-}
-
-#[component]
-pub fn Purge() -> impl IntoView {
-    view! { <Upcoming title="Purge" summary="Purge or expire cached content and follow each purge to completion." /> }
-}
-
-#[component]
-pub fn NetworkLists() -> impl IntoView {
-    view! { <Upcoming title="Network lists" summary="IP and geo lists referenced by security rules." /> }
-}
-
-#[component]
-pub fn Tasks() -> impl IntoView {
-    view! { <Upcoming title="Tasks" summary="Long-running changes and their progress." /> }
-}
-
-#[component]
-pub fn Account() -> impl IntoView {
-    view! { <Upcoming title="Account" summary="The customer account and its features." /> }
 }
 
 #[component]

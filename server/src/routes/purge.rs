@@ -10,9 +10,7 @@ use axum::{
 };
 use edge_api::{
     ErrorDetail, PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri,
-    TransactionResponse, TransactionStatus, TransactionSummary,
-    config::PropertyConfig,
-    paths, uri_problems,
+    TransactionResponse, TransactionStatus, TransactionSummary, config::PropertyConfig, paths, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};

@@ -869,13 +869,14 @@ impl Store for SqliteStore {
             .bind(&pattern)
             .fetch_one(&self.pool)
             .await?;
-        let rows = sqlx::query(&format!("SELECT * FROM network_list_entries WHERE {filter} ORDER BY seq LIMIT ?3 OFFSET ?4"))
-            .bind(list_id)
-            .bind(&pattern)
-            .bind(limit.min(i64::MAX as u64) as i64)
-            .bind(offset.min(i64::MAX as u64) as i64)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            sqlx::query(&format!("SELECT * FROM network_list_entries WHERE {filter} ORDER BY seq LIMIT ?3 OFFSET ?4"))
+                .bind(list_id)
+                .bind(&pattern)
+                .bind(limit.min(i64::MAX as u64) as i64)
+                .bind(offset.min(i64::MAX as u64) as i64)
+                .fetch_all(&self.pool)
+                .await?;
         Ok((rows.iter().map(entry_from_row).collect::<Result<_, _>>()?, total as u64))
     }
 

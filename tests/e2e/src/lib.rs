@@ -1,5 +1,5 @@
 //! The end-to-end harness: a real server on a free loopback port with a temporary data dir and the built
-//! console, and a headless Chromium driven through ChromeDriver.
+//! console, and headless Chromium browsers driven through ChromeDriver.
 
 use std::{
     net::{SocketAddr, TcpListener, TcpStream},
@@ -18,14 +18,6 @@ use tempfile::TempDir;
 pub const PASSWORD: &str = "e2e-password-123";
 /// How long to wait for the page to show something.
 pub const WAIT: Duration = Duration::from_secs(20);
-
-pub struct Harness {
-    pub base: String,
-    pub browser: Client,
-    server: Option<Server>,
-    driver: Child,
-    _dir: TempDir,
-}
 
 /// The built console: $EDGE_E2E_DIST, or dist/ at the workspace root.
 fn dist_dir() -> Result<PathBuf> {
@@ -53,6 +45,42 @@ fn wait_for_port(port: u16, within: Duration) -> Result<()> {
     bail!("chromedriver did not listen on port {port}")
 }
 
+/// A server with the demo customer, ChromeDriver, and a first browser (the harness derefs to it).
+pub struct Harness {
+    pub browser: Browser,
+    others: Vec<Client>,
+    server: Option<Server>,
+    driver: Child,
+    driver_port: u16,
+    _dir: TempDir,
+}
+
+/// One browser (its own profile and cookies) pointed at the server.
+pub struct Browser {
+    pub client: Client,
+    base: String,
+}
+
+async fn connect(port: u16) -> Result<Client> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let capabilities = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--window-size=1366,900"
+            ]
+        }
+    });
+    let serde_json::Value::Object(capabilities) = capabilities else { bail!("capabilities are an object") };
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .context("opening a Chromium session")
+}
+
 impl Harness {
     /// Starts a server with the demo customer (users admin, operator, viewer with [`PASSWORD`]) and a browser.
     pub async fn start() -> Result<Harness> {
@@ -64,7 +92,6 @@ impl Harness {
         let base = format!("http://{}", server.addr);
 
         let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
         let port = free_port()?;
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
@@ -73,38 +100,64 @@ impl Harness {
             .spawn()
             .with_context(|| format!("starting {chromedriver}"))?;
         wait_for_port(port, Duration::from_secs(15))?;
-
-        let capabilities = serde_json::json!({
-            "goog:chromeOptions": {
-                "binary": chromium,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    "--no-first-run", "--window-size=1366,860"
-                ]
-            }
-        });
-        let serde_json::Value::Object(capabilities) = capabilities else { unreachable!() };
-        let browser = ClientBuilder::new(HttpConnector::new())
-            .capabilities(capabilities)
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-            .context("opening a Chromium session")?;
-        Ok(Harness { base, browser, server: Some(server), driver, _dir: dir })
+        let client = connect(port).await?;
+        Ok(Harness {
+            browser: Browser { client, base },
+            others: Vec::new(),
+            server: Some(server),
+            driver,
+            driver_port: port,
+            _dir: dir,
+        })
     }
 
+    /// Another browser, with its own cookies, on the same server.
+    pub async fn second_browser(&mut self) -> Result<Browser> {
+        let client = connect(self.driver_port).await?;
+        self.others.push(client.clone());
+        Ok(Browser { client, base: self.browser.base.clone() })
+    }
+
+    /// Closes the browsers and stops the server.
+    pub async fn stop(mut self) -> Result<()> {
+        self.browser.client.clone().close().await?;
+        for other in self.others.drain(..) {
+            other.close().await?;
+        }
+        if let Some(server) = self.server.take() {
+            server.stop().await?;
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Browser;
+    fn deref(&self) -> &Browser {
+        &self.browser
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     pub async fn goto(&self, path: &str) -> Result<()> {
-        self.browser.goto(&self.url(path)).await?;
+        self.client.goto(&self.url(path)).await?;
         Ok(())
     }
 
     /// Waits for an element to appear.
     pub async fn wait_for(&self, css: &str) -> Result<Element> {
-        self.browser
+        self.client
             .wait()
             .at_most(WAIT)
             .for_element(Locator::Css(css))
@@ -114,18 +167,39 @@ impl Harness {
 
     /// Waits until an element's text is `text`.
     pub async fn wait_for_text(&self, css: &str, text: &str) -> Result<()> {
+        self.wait_until(css, |t| t.trim() == text).await.with_context(|| format!("waiting for {text:?}")).map(drop)
+    }
+
+    /// Waits until an element's text satisfies `ok`; returns that text.
+    pub async fn wait_until(&self, css: &str, ok: impl Fn(&str) -> bool) -> Result<String> {
         let deadline = Instant::now() + WAIT;
         let mut last = String::new();
         while Instant::now() < deadline {
-            if let Ok(el) = self.browser.find(Locator::Css(css)).await {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
                 last = el.text().await.unwrap_or_default();
-                if last.trim() == text {
+                if ok(&last) {
+                    return Ok(last);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("{css} shows {last:?}")
+    }
+
+    /// Waits until an attribute of an element has `value`.
+    pub async fn wait_for_attr(&self, css: &str, attr: &str, value: &str) -> Result<()> {
+        let deadline = Instant::now() + WAIT;
+        let mut last = None;
+        while Instant::now() < deadline {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                last = el.attr(attr).await.unwrap_or_default();
+                if last.as_deref() == Some(value) {
                     return Ok(());
                 }
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        bail!("{css} shows {last:?}, not {text:?}")
+        bail!("{css} has {attr}={last:?}, not {value:?}")
     }
 
     /// Waits until the browser's path (and query) is `path`.
@@ -133,7 +207,7 @@ impl Harness {
         let deadline = Instant::now() + WAIT;
         let mut last = String::new();
         while Instant::now() < deadline {
-            let url = self.browser.current_url().await?;
+            let url = self.client.current_url().await?;
             last = match url.query() {
                 Some(q) => format!("{}?{q}", url.path()),
                 None => url.path().to_string(),
@@ -171,26 +245,10 @@ impl Harness {
     /// Saves a screenshot as `<name>.png` in $EDGE_E2E_SCREENSHOTS, when that is set, so views can be looked at.
     pub async fn snapshot(&self, name: &str) -> Result<()> {
         if let Some(dir) = std::env::var_os("EDGE_E2E_SCREENSHOTS") {
-            let png = self.browser.screenshot().await?;
+            let png = self.client.screenshot().await?;
             std::fs::create_dir_all(&dir)?;
             std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png)?;
         }
         Ok(())
-    }
-
-    /// Closes the browser and stops the server.
-    pub async fn stop(mut self) -> Result<()> {
-        self.browser.clone().close().await?;
-        if let Some(server) = self.server.take() {
-            server.stop().await?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }

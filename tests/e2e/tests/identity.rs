@@ -25,7 +25,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.fill("[role=dialog] input[name=full_name]", "Erin Example").await?;
     h.fill("[role=dialog] input[name=email]", "not-an-email").await?;
     h.fill("[role=dialog] input[name=password]", ERIN_PASSWORD).await?;
-    h.browser.find(Locator::Css("[role=dialog] select[name=role]")).await?.select_by_value("operator").await?;
+    h.client.find(Locator::Css("[role=dialog] select[name=role]")).await?.select_by_value("operator").await?;
     h.click("[role=dialog] button[type=submit]").await?;
     // The API's message shows next to the field, and nothing is created.
     h.wait_for_text("[role=dialog] .field-error", "\"not-an-email\" is not an e-mail address.").await?;

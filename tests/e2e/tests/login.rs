@@ -39,7 +39,7 @@ async fn admin_logs_in_sees_the_layout_survives_a_reload_and_logs_out() -> anyho
     h.wait_for_text("main h1", "Users & roles").await?;
 
     // A reload keeps the session (the cookie) and the view.
-    h.browser.refresh().await?;
+    h.client.refresh().await?;
     h.wait_for_text("main h1", "Users & roles").await?;
     h.wait_for_text(".topbar .user", "admin").await?;
 

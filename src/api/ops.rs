@@ -1,0 +1,189 @@
+//! Properties, purge, network lists, tasks and the account.
+
+use edge_api::{
+    Account, AccountUpdate, AddEntriesResult, EntryInput, EntryPage, Feature, NetworkList, NetworkListPage,
+    NetworkListUpdate, NewNetworkList, PurgeError, PurgeRequest, Task, TaskPage, TransactionStatus, TransactionSummary,
+    config::{Change, ConfigDocument, ConfigVersion, NewProperty, PropertySummary, UpdatePropertyModel},
+};
+use gloo_net::http::{Request, Response};
+use serde_json::Value;
+
+use super::*;
+
+fn url(customer: &str, path: &str) -> String {
+    format!("{}{path}", base(customer))
+}
+
+// Properties
+
+pub async fn list_properties(customer: &str) -> ApiResult<Vec<PropertySummary>> {
+    send_json(Request::get(&url(customer, "/properties"))).await
+}
+
+pub async fn create_property(customer: &str, property: &NewProperty) -> ApiResult<ConfigDocument> {
+    send_json(with_json(Request::post(&url(customer, "/properties")), property)?).await
+}
+
+fn config_url(customer: &str, name: &str) -> String {
+    url(customer, &format!("/properties/{}/config", encode(name)))
+}
+
+pub async fn get_config(customer: &str, name: &str) -> ApiResult<ConfigDocument> {
+    send_json(Request::get(&config_url(customer, name))).await
+}
+
+/// Saves a configuration edited from the version with `etag`. A 409 means someone else saved meanwhile.
+pub async fn put_config(
+    customer: &str,
+    name: &str,
+    etag: &str,
+    config: &Value,
+    comment: &str,
+) -> ApiResult<ConfigDocument> {
+    let body = UpdatePropertyModel { config: config.clone(), comment: comment.to_string() };
+    send_json(with_json(Request::put(&config_url(customer, name)).header("If-Match", etag), &body)?).await
+}
+
+pub async fn config_versions(customer: &str, name: &str) -> ApiResult<Vec<ConfigVersion>> {
+    send_json(Request::get(&format!("{}/versions", config_url(customer, name)))).await
+}
+
+pub async fn config_version(customer: &str, name: &str, version: u64) -> ApiResult<ConfigDocument> {
+    send_json(Request::get(&format!("{}/versions/{version}", config_url(customer, name)))).await
+}
+
+pub async fn config_diff(customer: &str, name: &str, from: u64, to: u64) -> ApiResult<Vec<Change>> {
+    send_json(Request::get(&format!("{}/diff?from={from}&to={to}", config_url(customer, name)))).await
+}
+
+// Purge
+
+/// Turns a purge-style error body (`{code, description, details}`) into an [`ApiError`].
+async fn purge_error(response: Response) -> ApiError {
+    let status = response.status();
+    match response.json::<PurgeError>().await {
+        Ok(e) => ApiError {
+            status,
+            body: ErrorBody::new(format!("purge_{}", e.code), e.description)
+                .with_details(e.details.into_iter().map(|d| d.message)),
+        },
+        Err(_) => ApiError { status, body: ErrorBody::new("http_error", format!("The server answered {status}.")) },
+    }
+}
+
+async fn purge_json<T: serde::de::DeserializeOwned>(request: impl Into<Sendable>) -> ApiResult<T> {
+    let response = send(request).await?;
+    if (200..300).contains(&response.status()) {
+        let status = response.status();
+        return response.json::<T>().await.map_err(|e| ApiError::unreadable(status, e));
+    }
+    Err(purge_error(response).await)
+}
+
+/// Submits a purge. The API answers 303 to the transaction's status, which the browser follows: the answer is
+/// that status.
+pub async fn purge(customer: &str, request: &PurgeRequest) -> ApiResult<TransactionStatus> {
+    purge_json(with_json(Request::post(&url(customer, "/cache/purge")), request)?).await
+}
+
+pub async fn transaction(customer: &str, id: i64) -> ApiResult<TransactionStatus> {
+    purge_json(Request::get(&url(customer, &format!("/transactions/{id}")))).await
+}
+
+pub async fn recent_purges(customer: &str) -> ApiResult<Vec<TransactionSummary>> {
+    purge_json(Request::get(&url(customer, "/transactions"))).await
+}
+
+// Network lists
+
+pub async fn list_lists(
+    customer: &str,
+    page: u64,
+    count: u64,
+    list_type: Option<&str>,
+    deprecated: bool,
+) -> ApiResult<NetworkListPage> {
+    let mut u = url(customer, &format!("/config/networklists?page={page}&count={count}&deprecated={deprecated}"));
+    if let Some(t) = list_type {
+        u.push_str(&format!("&type={t}"));
+    }
+    send_json(Request::get(&u)).await
+}
+
+fn list_url(customer: &str, id: &str) -> String {
+    url(customer, &format!("/config/networklists/{}", encode(id)))
+}
+
+pub async fn get_list(customer: &str, id: &str) -> ApiResult<NetworkList> {
+    send_json(Request::get(&format!("{}?includelist=false", list_url(customer, id)))).await
+}
+
+pub async fn create_list(customer: &str, list: &NewNetworkList) -> ApiResult<NetworkList> {
+    send_json(with_json(Request::post(&url(customer, "/config/networklists")), list)?).await
+}
+
+pub async fn update_list(customer: &str, id: &str, update: &NetworkListUpdate) -> ApiResult<NetworkList> {
+    send_json(with_json(Request::put(&list_url(customer, id)), update)?).await
+}
+
+pub async fn delete_list(customer: &str, id: &str) -> ApiResult<()> {
+    send_empty(Request::delete(&list_url(customer, id))).await
+}
+
+pub async fn list_entries(customer: &str, id: &str, page: u64, count: u64, search: &str) -> ApiResult<EntryPage> {
+    let mut u = format!("{}/entries?page={page}&count={count}", list_url(customer, id));
+    if !search.trim().is_empty() {
+        u.push_str(&format!("&q={}", encode(search.trim())));
+    }
+    send_json(Request::get(&u)).await
+}
+
+pub async fn add_entries(customer: &str, id: &str, values: &[String]) -> ApiResult<AddEntriesResult> {
+    let body: Vec<EntryInput> = values.iter().map(|v| EntryInput { entry: Some(v.clone()), value: None }).collect();
+    send_json(with_json(Request::post(&format!("{}/entries", list_url(customer, id))), &body)?).await
+}
+
+pub async fn delete_entry(customer: &str, id: &str, entry_id: &str) -> ApiResult<Task> {
+    send_json(Request::delete(&format!("{}/entries/{}", list_url(customer, id), encode(entry_id)))).await
+}
+
+pub async fn clear_entries(customer: &str, id: &str) -> ApiResult<Task> {
+    send_json(Request::post(&format!("{}/entries/deletions", list_url(customer, id)))).await
+}
+
+// Tasks
+
+pub async fn list_tasks(
+    customer: &str,
+    page: u64,
+    count: u64,
+    status: Option<&str>,
+    operation: Option<&str>,
+) -> ApiResult<TaskPage> {
+    let mut u = url(customer, &format!("/tasks?page={page}&count={count}"));
+    if let Some(s) = status {
+        u.push_str(&format!("&status={s}"));
+    }
+    if let Some(o) = operation {
+        u.push_str(&format!("&operation={}", encode(o)));
+    }
+    send_json(Request::get(&u)).await
+}
+
+pub async fn get_task(customer: &str, id: &str) -> ApiResult<Task> {
+    send_json(Request::get(&url(customer, &format!("/tasks/{}", encode(id))))).await
+}
+
+// Account
+
+pub async fn get_account(customer: &str) -> ApiResult<Account> {
+    send_json(Request::get(&url(customer, "/account"))).await
+}
+
+pub async fn put_account(customer: &str, update: &AccountUpdate) -> ApiResult<Account> {
+    send_json(with_json(Request::put(&url(customer, "/account")), update)?).await
+}
+
+pub async fn features(customer: &str) -> ApiResult<Vec<Feature>> {
+    send_json(Request::get(&url(customer, "/features"))).await
+}

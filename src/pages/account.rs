@@ -1,0 +1,144 @@
+//! Account: the customer account's details (administrators change them) and its features.
+
+use edge_api::AccountUpdate;
+use leptos::{ev, prelude::*};
+
+use crate::{
+    api,
+    components::errors::{ApiErrorNotice, FieldError, FormError},
+    pages::use_customer,
+    session::Auth,
+};
+
+#[component]
+pub fn Account() -> impl IntoView {
+    let customer = use_customer();
+    let account = LocalResource::new(move || {
+        let c = customer.get();
+        async move { api::get_account(&c).await }
+    });
+    let features = LocalResource::new(move || {
+        let c = customer.get();
+        async move { api::features(&c).await }
+    });
+    view! {
+        <section class="page">
+            <h1>"Account"</h1>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match account.await {
+                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
+                        Ok(a) => view! { <AccountForm account=a /> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <h2>"Features"</h2>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match features.await {
+                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
+                        Ok(list) => {
+                            view! {
+                                <table class="data features">
+                                    <thead>
+                                        <tr>
+                                            <th>"Feature"</th>
+                                            <th>"What it does"</th>
+                                            <th>"Enabled"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {list
+                                            .into_iter()
+                                            .map(|f| {
+                                                view! {
+                                                    <tr>
+                                                        <td>
+                                                            <strong>{f.name}</strong>
+                                                        </td>
+                                                        <td>{f.description}</td>
+                                                        <td>
+                                                            {if f.enabled {
+                                                                view! { <span class="badge ok">"Yes"</span> }
+                                                            } else {
+                                                                view! { <span class="badge off">"No"</span> }
+                                                            }}
+                                                        </td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                </table>
+                            }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn AccountForm(account: edge_api::Account) -> impl IntoView {
+    let customer = use_customer();
+    let auth = Auth::get();
+    let display_name = RwSignal::new(account.display_name.clone());
+    let contact_email = RwSignal::new(account.contact_email.clone());
+    let timezone = RwSignal::new(account.timezone.clone());
+    let saved = RwSignal::new(false);
+    let save = Action::new_local(move |u: &AccountUpdate| {
+        let (c, u) = (customer.get_untracked(), u.clone());
+        async move { api::put_account(&c, &u).await }
+    });
+    Effect::new(move |_| saved.set(matches!(save.value().get(), Some(Ok(_)))));
+    let error = Signal::derive(move || save.value().get().and_then(Result::err));
+    let admin = move || auth.is_admin();
+    let submit = move |e: ev::SubmitEvent| {
+        e.prevent_default();
+        save.dispatch(AccountUpdate {
+            name: None,
+            display_name: Some(display_name.get_untracked()),
+            contact_email: Some(contact_email.get_untracked().trim().to_string()),
+            timezone: Some(timezone.get_untracked().trim().to_string()),
+        });
+    };
+    view! {
+        <form class="card panel form" on:submit=submit novalidate>
+            <label>
+                "Customer name"
+                <input value=account.name.clone() readonly=true disabled=true />
+                <span class="hint">"The account's name cannot change."</span>
+            </label>
+            <label>
+                "Display name"
+                <input name="display_name" bind:value=display_name prop:disabled=move || !admin() />
+                <FieldError error field="display_name" />
+            </label>
+            <label>
+                "Contact e-mail"
+                <input name="contact_email" type="email" bind:value=contact_email prop:disabled=move || !admin() />
+                <FieldError error field="contact_email" />
+            </label>
+            <label>
+                "Time zone"
+                <input name="timezone" bind:value=timezone prop:disabled=move || !admin() placeholder="UTC or e.g. Europe/Berlin" />
+                <FieldError error field="timezone" />
+            </label>
+            <p class="muted small">{format!("Created {}", account.created.replace('T', " ").trim_end_matches('Z'))}</p>
+            <FormError error fields=&["display_name", "contact_email", "timezone"] />
+            <Show when=move || saved.get()>
+                <div class="notice success" role="status">"The account is saved."</div>
+            </Show>
+            <Show
+                when=admin
+                fallback=|| view! { <p class="muted small">"Only administrators change the account."</p> }
+            >
+                <div class="actions">
+                    <button type="submit" class="primary" disabled=move || save.pending().get()>"Save"</button>
+                </div>
+            </Show>
+        </form>
+    }
+}

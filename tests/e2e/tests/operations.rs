@@ -1,0 +1,102 @@
+//! Operations through the real console: concurrent configuration edits resolved on the merge screen, a purge
+//! followed to 100 %, network list entries added by paste with a validation report.
+
+use edge_e2e::{Harness, PASSWORD};
+
+const SHOP: &str = "/demo/properties?name=www-shop";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_edit_one_config_and_the_conflict_is_resolved_on_the_merge_screen() -> anyhow::Result<()> {
+    let mut h = Harness::start().await?;
+    let b = h.second_browser().await?;
+    h.login("demo", "admin", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    b.login("demo", "operator", PASSWORD).await?;
+    b.wait_for_text(".topbar .user", "operator").await?;
+    let ttl = "div[data-section='Cache rules'] tbody tr:nth-child(1) input[aria-label='TTL seconds']";
+    let waf_name = "div[data-section='WAF rules'] tbody tr:nth-child(1) input[aria-label='Name']";
+    let origin_name = "div[data-section='Origins'] tbody tr:nth-child(2) input[aria-label='Name']";
+    for browser in [&*h, &b] {
+        browser.goto(SHOP).await?;
+        browser.wait_for(ttl).await?;
+    }
+    h.snapshot("property-editor").await?;
+
+    // The administrator saves first: a TTL and a WAF rule's name.
+    h.fill(ttl, "111").await?;
+    h.fill(waf_name, "SQL injection (tuned)").await?;
+    h.click("#save-config").await?;
+    h.wait_until("#save-notice", |t| t.starts_with("Saved as version 2")).await?;
+
+    // The operator, still on version 1, changes the same TTL and an origin's name.
+    b.fill(ttl, "222").await?;
+    b.fill(origin_name, "shop-fallback-us").await?;
+    b.click("#save-config").await?;
+    b.wait_for("#merge-screen").await?;
+    let conflicts = b.client.find_all(fantoccini::Locator::Css("#merge-screen table.conflicts tbody tr")).await?;
+    assert_eq!(conflicts.len(), 1, "only the TTL conflicts; the other changes merge by themselves");
+    let path = conflicts[0].attr("data-path").await?.unwrap_or_default();
+    assert!(path.starts_with("$.cache_rules[id=") && path.ends_with("].ttl_seconds"), "{path}");
+    b.snapshot("merge-screen").await?;
+    b.click("#save-merged").await?;
+    b.wait_until("#save-notice", |t| t.starts_with("Saved as version 3")).await?;
+
+    // Version 3 holds the operator's TTL (mine, chosen), the operator's origin name and the admin's WAF name.
+    h.goto(SHOP).await?;
+    h.wait_for(ttl).await?;
+    assert_eq!(value(&h, ttl).await?, "222");
+    assert_eq!(value(&h, waf_name).await?, "SQL injection (tuned)");
+    assert_eq!(value(&h, origin_name).await?, "shop-fallback-us");
+    h.stop().await
+}
+
+async fn value(b: &edge_e2e::Browser, css: &str) -> anyhow::Result<String> {
+    Ok(b.wait_for(css).await?.prop("value").await?.unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() -> anyhow::Result<()> {
+    let h = Harness::start().await?;
+    h.login("demo", "operator", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "operator").await?;
+    h.goto("/demo/purge").await?;
+    h.fill("textarea[name=uris]", "www.shop.example/index.html\nevil.example/x.png").await?;
+    h.wait_until("#purge-report", |t| {
+        t.contains("2 line(s), 1 with problems") && t.contains("Line 2: no property serves the domain evil.example")
+    })
+    .await?;
+    let disabled = h.wait_for("#purge-form button[type=submit]").await?.prop("disabled").await?;
+    assert_eq!(disabled.as_deref(), Some("true"), "nothing is sent while a line has problems");
+    h.fill("textarea[name=uris]", "www.shop.example/index.html\nwww.shop.example/img/logo.png").await?;
+    h.wait_until("#purge-report", |t| t.contains("2 line(s), 0 with problems")).await?;
+    h.click("#purge-form button[type=submit]").await?;
+    h.wait_for("#running-purges .transaction").await?;
+    h.snapshot("purge-running").await?;
+    h.wait_for("#running-purges .transaction[data-status=SUCCESS]").await?;
+    h.wait_for_attr("#running-purges .transaction [role=progressbar]", "aria-valuenow", "100").await?;
+    h.snapshot("purge-done").await?;
+    h.stop().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_are_added() -> anyhow::Result<()> {
+    let h = Harness::start().await?;
+    h.login("demo", "admin", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    h.click("nav a[href='/demo/lists']").await?;
+    h.click("tr[data-list=ip_demo_scanners] button").await?;
+    h.wait_for_path("/demo/lists?list=ip_demo_scanners").await?;
+    h.fill("textarea[name=entries]", "192.0.2.200\n10.9.8.7/8\nnot-an-ip\n192.0.2.200\n# a comment").await?;
+    h.click("#add-entries .actions button").await?;
+    let report = h.wait_until("#add-entries .report", |t| t.contains("2 valid")).await?;
+    assert!(report.contains("1 invalid of 4 line(s) (duplicates merged)"), "{report}");
+    assert!(report.contains("Line 3: \"not-an-ip\" is not an IP address or CIDR range"), "{report}");
+    h.snapshot("list-report").await?;
+    h.click("#add-entries .report button.primary").await?;
+    h.wait_for_text("#add-entries [role=status].notice", "Added 2 entries; 0 were already in the list.").await?;
+    h.wait_for("tr[data-entry='10.0.0.0/8']").await?;
+    h.wait_for("tr[data-entry='192.0.2.200']").await?;
+    h.wait_for(".task-progress[data-status=COMPLETED]").await?;
+    h.snapshot("list-added").await?;
+    h.stop().await
+}
