@@ -11,6 +11,7 @@ pub mod networklists;
 pub mod paging;
 pub mod paths;
 pub mod purge;
+pub mod stats;
 pub mod tasks;
 
 pub use account::*;

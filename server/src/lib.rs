@@ -14,6 +14,7 @@ pub mod mail;
 pub mod otp;
 pub mod ratelimit;
 pub mod routes;
+pub mod stats;
 pub mod store;
 pub mod tasks;
 pub mod throttle;
@@ -38,6 +39,7 @@ use crate::{
     fleet::{Fleet, SimulatedFleet},
     mail::Mailer,
     ratelimit::RateLimiter,
+    stats::{StatsEngine, memory::MemoryEngine},
     store::{SqliteStore, Store},
     throttle::LoginThrottle,
 };
@@ -87,6 +89,8 @@ pub struct AppState {
     pub fleet: Arc<dyn Fleet>,
     /// Purge requests per customer (token buckets).
     pub purge_limiter: Arc<RateLimiter>,
+    /// The statistics engine.
+    pub stats: Arc<dyn StatsEngine>,
 }
 
 impl AppState {
@@ -97,6 +101,10 @@ impl AppState {
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let store = SqliteStore::open(&settings.data_dir).await?;
+        let stats = {
+            let (dir, clock) = (settings.data_dir.clone(), clock.clone());
+            tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??
+        };
         let mailer = Mailer::new(settings.smtp_url.as_deref(), &settings.mail_from, settings.data_dir.join("outbox"))?;
         Ok(AppState {
             store: Arc::new(store),
@@ -105,6 +113,7 @@ impl AppState {
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             purge_limiter: Arc::new(RateLimiter::new(2.0, 2.0)),
+            stats: Arc::new(stats),
             settings: Arc::new(settings),
         })
     }
@@ -151,6 +160,7 @@ pub fn app(state: AppState) -> Router {
 /// A running server: its address, and a way to stop it.
 pub struct Server {
     pub addr: SocketAddr,
+    stats: Arc<dyn StatsEngine>,
     shutdown: Option<oneshot::Sender<()>>,
     join: JoinHandle<std::io::Result<()>>,
     housekeeping: JoinHandle<()>,
@@ -163,6 +173,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        let stats = state.stats.clone();
         let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
         let join = tokio::spawn(async move {
             axum::serve(listener, app)
@@ -171,16 +182,18 @@ impl Server {
                 })
                 .await
         });
-        Ok(Server { addr, shutdown: Some(tx), join, housekeeping })
+        Ok(Server { addr, stats, shutdown: Some(tx), join, housekeeping })
     }
 
-    /// Stops accepting, lets requests in flight finish, and returns.
+    /// Stops accepting, lets requests in flight finish, writes a statistics checkpoint, and returns.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
         self.housekeeping.abort();
         self.join.await??;
+        let stats = self.stats.clone();
+        tokio::task::spawn_blocking(move || stats.checkpoint()).await??;
         Ok(())
     }
 
@@ -192,12 +205,30 @@ impl Server {
     }
 }
 
-/// Periodic upkeep: expired sessions are removed from storage.
+/// Periodic upkeep: expired sessions are removed from storage; statistics past their retention are dropped,
+/// and a statistics checkpoint is written when its log has grown.
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
+    let mut minutes = 0u64;
     loop {
         tick.tick().await;
+        minutes += 1;
         let now = state.clock.now_ms();
+        let stats = state.stats.clone();
+        let retention = minutes % 10 == 1;
+        let result = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            if retention {
+                stats.enforce_retention(now)?;
+            }
+            if stats.log_bytes() > stats::memory::CHECKPOINT_WAL_BYTES || (retention && stats.log_bytes() > 0) {
+                stats.checkpoint()?;
+            }
+            Ok(())
+        })
+        .await;
+        if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
+            tracing::warn!(error = %e, "statistics upkeep failed");
+        }
         match state.store.purge_sessions(now - auth::SESSION_IDLE_MS, now - auth::SESSION_MAX_AGE_MS).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(sessions = n, "purged expired sessions"),

@@ -10,6 +10,7 @@ mod properties;
 pub mod purge;
 mod roles;
 mod sessions;
+mod stats;
 mod tasks;
 mod users;
 
@@ -44,6 +45,9 @@ use crate::AppState;
         (name = "account", description = "The customer account and its features"),
         (name = "network lists", description = "IP and geo lists referenced by security rules"),
         (name = "properties", description = "Property configuration with optimistic concurrency and history"),
+        (name = "delivery statistics", description = "Access-log statistics and the top URLs"),
+        (name = "security statistics", description = "Security events, WAF and traffic-shaping trends and top-K reports"),
+        (name = "ingestion", description = "Access logs and security events in (NDJSON)"),
         (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
     )
 )]
@@ -80,7 +84,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(account::router())
         .merge(networklists::router())
         .merge(purge::router())
-        .merge(properties::router());
+        .merge(properties::router())
+        .merge(stats::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 

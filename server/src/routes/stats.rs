@@ -1,0 +1,493 @@
+//! Statistics: delivery statistics and the top-K URL report, security events, WAF and traffic-shaping trends
+//! and top-K reports, security request trends — and ingestion of the access logs and security events behind
+//! them.
+
+use std::fmt::Write as _;
+
+use axum::{
+    body::Bytes,
+    extract::{OriginalUri, Path, State},
+    http::{HeaderMap, HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use edge_api::{
+    ErrorBody,
+    stats::{
+        DimensionList, Family, GroupingList, IngestResult, MetricList, Query, RawQuery, StatsResponse, format_time,
+        validate,
+    },
+};
+use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    AppState,
+    access::{Allowed, perm},
+    auth::Caller,
+    error::{AppError, AppResult},
+    extract,
+    stats::{Answer, Cell, QueryError, ingest},
+};
+
+/// Runs a query of `family` and writes the answer.
+async fn run(
+    state: &AppState,
+    caller: &Caller,
+    family: Family,
+    raw: &RawQuery,
+    uri: &axum::http::Uri,
+) -> AppResult<Response> {
+    let query = validate(family, raw, state.clock.now_ms()).map_err(|problems| AppError::BadRequest {
+        kind: "invalid_parameter",
+        message: "The statistics query is not valid.".into(),
+        details: problems,
+    })?;
+    let engine = state.stats.clone();
+    let (id, name) = (caller.customer.id, caller.customer.name.clone());
+    let q = query.clone();
+    let answer = tokio::task::spawn_blocking(move || engine.query(id, &name, &q))
+        .await
+        .map_err(|e| anyhow::anyhow!("query task: {e}"))?
+        .map_err(|e| match e {
+            QueryError::Unsupported(m) => AppError::invalid_parameter(m),
+            QueryError::Internal(e) => AppError::Internal(e),
+        })?;
+    let body = write_response(family, &query, &answer, &caller.customer.name, uri);
+    let mut response = ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+    response.headers_mut().insert("x-total-results", HeaderValue::from(answer.total));
+    Ok(response)
+}
+
+/// Appends `s` as a JSON string.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The query string with `start` set to `start`.
+fn with_start(uri: &axum::http::Uri, start: u64) -> String {
+    let mut parts: Vec<&str> =
+        uri.query().unwrap_or("").split('&').filter(|p| !p.is_empty() && !p.starts_with("start=")).collect();
+    let s = format!("start={start}");
+    parts.push(&s);
+    format!("{}?{}", uri.path(), parts.join("&"))
+}
+
+/// Writes the answer as JSON directly (rows can be many; this avoids building a tree of values).
+fn write_response(family: Family, q: &Query, a: &Answer, customer: &str, uri: &axum::http::Uri) -> String {
+    let security = !matches!(family, Family::Delivery | Family::TopKUrl);
+    let mut out = String::with_capacity(256 + a.rows.len() * 24 * a.columns.len().max(1));
+    out.push_str("{\"query\":{\"starttime\":");
+    json_str(&mut out, &format_time(q.start_ms));
+    out.push_str(",\"endtime\":");
+    json_str(&mut out, &format_time(q.end_ms));
+    let _ = write!(out, ",\"start\":{},\"limit\":{},\"dimensions\":", q.start, q.limit);
+    let list = |out: &mut String, items: &[String]| {
+        out.push('[');
+        for (i, s) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json_str(out, s);
+        }
+        out.push(']');
+    };
+    list(&mut out, &q.dimensions);
+    if family != Family::Events {
+        out.push_str(",\"metrics\":");
+        list(&mut out, &q.metrics);
+    }
+    if let Some(g) = q.granularity {
+        out.push_str(",\"granularity\":");
+        json_str(&mut out, g.as_str());
+    }
+    out.push_str(",\"sortby\":");
+    if q.sortby.is_empty() {
+        out.push_str("null");
+    } else {
+        let keys: Vec<String> =
+            q.sortby.iter().map(|k| format!("{}{}", if k.descending { "-" } else { "" }, k.field)).collect();
+        list(&mut out, &keys);
+    }
+    out.push_str(",\"filters\":");
+    let filters = match (&q.filters_text, security) {
+        (Some(f), true) => Some(format!("{f};customer=={customer}")),
+        (None, true) => Some(format!("customer=={customer}")),
+        (f, false) => f.clone(),
+    };
+    match filters {
+        Some(f) => json_str(&mut out, &f),
+        None => out.push_str("null"),
+    }
+    out.push_str("},\"columns\":[");
+    for (i, (name, long)) in a.columns.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        json_str(&mut out, name);
+        if !security {
+            out.push_str(if *long { ",\"type\":\"long\"" } else { ",\"type\":\"string\"" });
+        }
+        out.push('}');
+    }
+    out.push_str("],\"rows\":[");
+    let mut time_cache: (i64, String) = (i64::MIN, String::new());
+    for (i, row) in a.rows.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('[');
+        for (j, cell) in row.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            match cell {
+                Cell::Int(v) => {
+                    let _ = write!(out, "{v}");
+                }
+                Cell::Text(s) => json_str(&mut out, s),
+                Cell::Time(ms) => {
+                    if time_cache.0 != *ms {
+                        time_cache = (*ms, format_time(*ms));
+                    }
+                    out.push('"');
+                    out.push_str(&time_cache.1);
+                    out.push('"');
+                }
+            }
+        }
+        out.push(']');
+    }
+    let _ = write!(out, "],\"total_results\":{}", a.total);
+    if family == Family::Delivery {
+        let next = q.start + q.limit;
+        out.push_str(",\"uri\":");
+        json_str(&mut out, &uri.to_string());
+        out.push_str(",\"next_uri\":");
+        json_str(&mut out, &if next < a.total { with_start(uri, next) } else { String::new() });
+        out.push_str(",\"prev_uri\":");
+        json_str(&mut out, &if q.start > 0 { with_start(uri, q.start.saturating_sub(q.limit)) } else { String::new() });
+    }
+    out.push('}');
+    out
+}
+
+fn as_vec(v: Vec<&str>) -> Vec<String> {
+    v.into_iter().map(String::from).collect()
+}
+
+#[derive(Deserialize)]
+struct CategoryPath {
+    category: String,
+}
+
+fn topk_family(waf: bool, category: &str) -> AppResult<Family> {
+    Family::topk(waf, category).ok_or(AppError::NotFound("top-K category"))
+}
+
+/// Declares the data, head, dimensions, groupings and metrics operations of a family with a fixed path.
+macro_rules! family_routes {
+    ($family:expr, $tag:literal, data: $data:ident $data_path:literal, head: $head:ident $head_path:literal,
+     dimensions: $dims:ident $dims_path:literal $(, groupings: $groups:ident $groups_path:literal)? $(, metrics: $metrics:ident $metrics_path:literal)?) => {
+        #[utoipa::path(get, path = $data_path, tag = $tag, params(RawQuery),
+            responses(
+                (status = 200, description = "The statistics", body = StatsResponse),
+                (status = 400, description = "Invalid query parameters (`invalid_parameter`, every problem in details)", body = ErrorBody),
+                (status = 401, description = "Not authenticated", body = ErrorBody),
+                (status = 403, description = "The caller's role may not read statistics", body = ErrorBody),
+            ))]
+        async fn $data(
+            State(state): State<AppState>,
+            Allowed(caller, _): Allowed<perm::ReadStats>,
+            OriginalUri(uri): OriginalUri,
+            extract::Query(raw): extract::Query<RawQuery>,
+        ) -> AppResult<Response> {
+            run(&state, &caller, $family, &raw, &uri).await
+        }
+
+        #[utoipa::path(head, path = $head_path, tag = $tag, params(RawQuery),
+            responses(
+                (status = 200, description = "As the data query, headers only (X-Total-Results)"),
+                (status = 400, description = "Invalid query parameters"),
+                (status = 401, description = "Not authenticated"),
+            ))]
+        async fn $head(
+            State(state): State<AppState>,
+            Allowed(caller, _): Allowed<perm::ReadStats>,
+            OriginalUri(uri): OriginalUri,
+            extract::Query(raw): extract::Query<RawQuery>,
+        ) -> AppResult<Response> {
+            run(&state, &caller, $family, &raw, &uri).await
+        }
+
+        #[utoipa::path(get, path = $dims_path, tag = $tag,
+            responses((status = 200, description = "The dimensions", body = DimensionList), (status = 401, description = "Not authenticated", body = ErrorBody)))]
+        async fn $dims(Allowed(_, _): Allowed<perm::ReadStats>) -> axum::Json<DimensionList> {
+            axum::Json(DimensionList { dimensions: as_vec($family.dimensions()) })
+        }
+
+        $(
+        #[utoipa::path(get, path = $groups_path, tag = $tag,
+            responses((status = 200, description = "The grouping sets, `<granularity>/<dim>/...`", body = GroupingList), (status = 401, description = "Not authenticated", body = ErrorBody)))]
+        async fn $groups(Allowed(_, _): Allowed<perm::ReadStats>) -> axum::Json<GroupingList> {
+            axum::Json(GroupingList { groupings: $family.groupings() })
+        }
+        )?
+
+        $(
+        #[utoipa::path(get, path = $metrics_path, tag = $tag,
+            responses((status = 200, description = "The metrics", body = MetricList), (status = 401, description = "Not authenticated", body = ErrorBody)))]
+        async fn $metrics(Allowed(_, _): Allowed<perm::ReadStats>) -> axum::Json<MetricList> {
+            axum::Json(MetricList { metrics: as_vec($family.metrics()) })
+        }
+        )?
+    };
+}
+
+family_routes!(Family::Delivery, "delivery statistics",
+    data: delivery_data "/stats/data", head: delivery_head "/stats",
+    dimensions: delivery_dimensions "/stats/dimensions",
+    groupings: delivery_groupings "/stats/groupings",
+    metrics: delivery_metrics "/stats/metrics");
+family_routes!(Family::TopKUrl, "delivery statistics",
+    data: topk_url_data "/stats/topk/url/data", head: topk_url_head "/stats/topk/url",
+    dimensions: topk_url_dimensions "/stats/topk/url/dimensions",
+    metrics: topk_url_metrics "/stats/topk/url/metrics");
+family_routes!(Family::Events, "security statistics",
+    data: events_data "/stats/security/events/data", head: events_head "/stats/security/events",
+    dimensions: events_dimensions "/stats/security/events/dimensions");
+family_routes!(Family::WafTrends, "security statistics",
+    data: waf_trends_data "/stats/security/waf/trends/data", head: waf_trends_head "/stats/security/waf/trends",
+    dimensions: waf_trends_dimensions "/stats/security/waf/trends/dimensions",
+    groupings: waf_trends_groupings "/stats/security/waf/trends/groupings",
+    metrics: waf_trends_metrics "/stats/security/waf/trends/metrics");
+family_routes!(Family::RequestTrends, "security statistics",
+    data: request_trends_data "/stats/security/request/trends/data", head: request_trends_head "/stats/security/request/trends",
+    dimensions: request_trends_dimensions "/stats/security/request/trends/dimensions",
+    groupings: request_trends_groupings "/stats/security/request/trends/groupings",
+    metrics: request_trends_metrics "/stats/security/request/trends/metrics");
+family_routes!(Family::ShapingTrends, "security statistics",
+    data: shaping_trends_data "/stats/security/trafficshaping/trends/data", head: shaping_trends_head "/stats/security/trafficshaping/trends",
+    dimensions: shaping_trends_dimensions "/stats/security/trafficshaping/trends/dimensions",
+    groupings: shaping_trends_groupings "/stats/security/trafficshaping/trends/groupings",
+    metrics: shaping_trends_metrics "/stats/security/trafficshaping/trends/metrics");
+
+/// The grouping sets of the top-K URL report (`category` is `url`).
+#[utoipa::path(get, path = "/stats/topk/{category}/groupings", tag = "delivery statistics",
+    params(("category" = String, Path, description = "url")),
+    responses(
+        (status = 200, description = "The grouping sets", body = GroupingList),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No such category", body = ErrorBody),
+    ))]
+async fn topk_url_groupings(
+    Allowed(_, _): Allowed<perm::ReadStats>,
+    Path(p): Path<CategoryPath>,
+) -> AppResult<axum::Json<GroupingList>> {
+    if p.category != "url" {
+        return Err(AppError::NotFound("top-K category"));
+    }
+    Ok(axum::Json(GroupingList { groupings: Family::TopKUrl.groupings() }))
+}
+
+/// Declares the per-category operations of a security top-K family.
+macro_rules! topk_routes {
+    ($waf:literal, $data:ident $data_path:literal, $head:ident $head_path:literal, $dims:ident $dims_path:literal,
+     $groups:ident $groups_path:literal, $metrics:ident $metrics_path:literal) => {
+        #[utoipa::path(get, path = $data_path, tag = "security statistics",
+            params(("category" = String, Path, description = "The category"), RawQuery),
+            responses(
+                (status = 200, description = "The top values of the category, by hits (default 20, at most 1000)", body = StatsResponse),
+                (status = 400, description = "Invalid query parameters", body = ErrorBody),
+                (status = 401, description = "Not authenticated", body = ErrorBody),
+                (status = 404, description = "No such category", body = ErrorBody),
+            ))]
+        async fn $data(
+            State(state): State<AppState>,
+            Allowed(caller, _): Allowed<perm::ReadStats>,
+            Path(p): Path<CategoryPath>,
+            OriginalUri(uri): OriginalUri,
+            extract::Query(raw): extract::Query<RawQuery>,
+        ) -> AppResult<Response> {
+            run(&state, &caller, topk_family($waf, &p.category)?, &raw, &uri).await
+        }
+
+        #[utoipa::path(head, path = $head_path, tag = "security statistics",
+            params(("category" = String, Path, description = "The category"), RawQuery),
+            responses((status = 200, description = "As the data query, headers only"), (status = 404, description = "No such category")))]
+        async fn $head(
+            State(state): State<AppState>,
+            Allowed(caller, _): Allowed<perm::ReadStats>,
+            Path(p): Path<CategoryPath>,
+            OriginalUri(uri): OriginalUri,
+            extract::Query(raw): extract::Query<RawQuery>,
+        ) -> AppResult<Response> {
+            run(&state, &caller, topk_family($waf, &p.category)?, &raw, &uri).await
+        }
+
+        #[utoipa::path(get, path = $dims_path, tag = "security statistics", params(("category" = String, Path, description = "The category")),
+            responses((status = 200, description = "The dimensions", body = DimensionList), (status = 404, description = "No such category", body = ErrorBody)))]
+        async fn $dims(Allowed(_, _): Allowed<perm::ReadStats>, Path(p): Path<CategoryPath>) -> AppResult<axum::Json<DimensionList>> {
+            Ok(axum::Json(DimensionList { dimensions: as_vec(topk_family($waf, &p.category)?.dimensions()) }))
+        }
+
+        #[utoipa::path(get, path = $groups_path, tag = "security statistics", params(("category" = String, Path, description = "The category")),
+            responses((status = 200, description = "The grouping sets", body = GroupingList), (status = 404, description = "No such category", body = ErrorBody)))]
+        async fn $groups(Allowed(_, _): Allowed<perm::ReadStats>, Path(p): Path<CategoryPath>) -> AppResult<axum::Json<GroupingList>> {
+            Ok(axum::Json(GroupingList { groupings: topk_family($waf, &p.category)?.groupings() }))
+        }
+
+        #[utoipa::path(get, path = $metrics_path, tag = "security statistics", params(("category" = String, Path, description = "The category")),
+            responses((status = 200, description = "The metrics", body = MetricList), (status = 404, description = "No such category", body = ErrorBody)))]
+        async fn $metrics(Allowed(_, _): Allowed<perm::ReadStats>, Path(p): Path<CategoryPath>) -> AppResult<axum::Json<MetricList>> {
+            Ok(axum::Json(MetricList { metrics: as_vec(topk_family($waf, &p.category)?.metrics()) }))
+        }
+    };
+}
+
+topk_routes!(true,
+    waf_topk_data "/stats/security/waf/topk/{category}/data",
+    waf_topk_head "/stats/security/waf/topk/{category}",
+    waf_topk_dimensions "/stats/security/waf/topk/{category}/dimensions",
+    waf_topk_groupings "/stats/security/waf/topk/{category}/groupings",
+    waf_topk_metrics "/stats/security/waf/topk/{category}/metrics");
+topk_routes!(false,
+    shaping_topk_data "/stats/security/trafficshaping/topk/{category}/data",
+    shaping_topk_head "/stats/security/trafficshaping/topk/{category}",
+    shaping_topk_dimensions "/stats/security/trafficshaping/topk/{category}/dimensions",
+    shaping_topk_groupings "/stats/security/trafficshaping/topk/{category}/groupings",
+    shaping_topk_metrics "/stats/security/trafficshaping/topk/{category}/metrics");
+
+/// The body of an ingestion call as text, if its content type is NDJSON (or JSON, or plain text).
+fn ndjson(headers: &HeaderMap, body: &Bytes) -> AppResult<String> {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    let ok = ["application/x-ndjson", "application/json", "text/plain", "application/jsonl"]
+        .iter()
+        .any(|t| ct.starts_with(t));
+    if !ok {
+        return Err(AppError::UnsupportedMediaType(
+            "Send newline-delimited JSON (Content-Type: application/x-ndjson).".into(),
+        ));
+    }
+    String::from_utf8(body.to_vec()).map_err(|_| AppError::bad_request("invalid_encoding", "The body is not UTF-8."))
+}
+
+async fn ingest_with<T: Send + 'static>(
+    state: &AppState,
+    caller: &Caller,
+    text: String,
+    parse: fn(&str) -> (Vec<T>, Vec<edge_api::stats::RejectedLine>),
+    store: fn(&dyn crate::stats::StatsEngine, i64, &[T]) -> anyhow::Result<()>,
+) -> AppResult<axum::Json<IngestResult>> {
+    let engine = state.stats.clone();
+    let customer = caller.customer.id;
+    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<IngestResult> {
+        let (good, rejected) = parse(&text);
+        store(engine.as_ref(), customer, &good)?;
+        Ok(IngestResult { accepted: good.len() as u64, rejected })
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))??;
+    Ok(axum::Json(result))
+}
+
+/// Ingest access-log records: NDJSON, one record per line (see docs/api.md). Good lines are stored (durably,
+/// before the answer) even when others are rejected.
+#[utoipa::path(post, path = "/ingest/accesslogs", tag = "ingestion",
+    request_body(content = String, content_type = "application/x-ndjson", description = "One access-log record per line"),
+    responses(
+        (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
+        (status = 400, description = "The body is not UTF-8", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
+        (status = 415, description = "Not NDJSON", body = ErrorBody),
+    ))]
+async fn ingest_access(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::Ingest>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<axum::Json<IngestResult>> {
+    let text = ndjson(&headers, &body)?;
+    ingest_with(&state, &caller, text, ingest::parse_access, |e, c, r| e.ingest_access(c, r)).await
+}
+
+/// Ingest security events: NDJSON, one event per line (see docs/api.md).
+#[utoipa::path(post, path = "/ingest/securityevents", tag = "ingestion",
+    request_body(content = String, content_type = "application/x-ndjson", description = "One security event per line"),
+    responses(
+        (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
+        (status = 400, description = "The body is not UTF-8", body = ErrorBody),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
+        (status = 415, description = "Not NDJSON", body = ErrorBody),
+    ))]
+async fn ingest_security(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::Ingest>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> AppResult<axum::Json<IngestResult>> {
+    let text = ndjson(&headers, &body)?;
+    ingest_with(&state, &caller, text, ingest::parse_security, |e, c, r| e.ingest_security(c, r)).await
+}
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(delivery_data))
+        .routes(routes!(delivery_head))
+        .routes(routes!(delivery_dimensions))
+        .routes(routes!(delivery_groupings))
+        .routes(routes!(delivery_metrics))
+        .routes(routes!(topk_url_data))
+        .routes(routes!(topk_url_head))
+        .routes(routes!(topk_url_dimensions))
+        .routes(routes!(topk_url_groupings))
+        .routes(routes!(topk_url_metrics))
+        .routes(routes!(events_data))
+        .routes(routes!(events_head))
+        .routes(routes!(events_dimensions))
+        .routes(routes!(waf_trends_data))
+        .routes(routes!(waf_trends_head))
+        .routes(routes!(waf_trends_dimensions))
+        .routes(routes!(waf_trends_groupings))
+        .routes(routes!(waf_trends_metrics))
+        .routes(routes!(request_trends_data))
+        .routes(routes!(request_trends_head))
+        .routes(routes!(request_trends_dimensions))
+        .routes(routes!(request_trends_groupings))
+        .routes(routes!(request_trends_metrics))
+        .routes(routes!(shaping_trends_data))
+        .routes(routes!(shaping_trends_head))
+        .routes(routes!(shaping_trends_dimensions))
+        .routes(routes!(shaping_trends_groupings))
+        .routes(routes!(shaping_trends_metrics))
+        .routes(routes!(waf_topk_data))
+        .routes(routes!(waf_topk_head))
+        .routes(routes!(waf_topk_dimensions))
+        .routes(routes!(waf_topk_groupings))
+        .routes(routes!(waf_topk_metrics))
+        .routes(routes!(shaping_topk_data))
+        .routes(routes!(shaping_topk_head))
+        .routes(routes!(shaping_topk_dimensions))
+        .routes(routes!(shaping_topk_groupings))
+        .routes(routes!(shaping_topk_metrics))
+        .routes(routes!(ingest_access))
+        .routes(routes!(ingest_security))
+}

@@ -1,0 +1,100 @@
+//! Statistics behind one interface, [`StatsEngine`]: ingestion of access logs and security events, rollups,
+//! retention and queries. The embedded engine ([`memory::MemoryEngine`]) keeps dictionary-encoded columnar
+//! rollups in memory, made durable by a write-ahead log and snapshots in the data dir; a ClickHouse engine can
+//! implement the same trait.
+
+pub mod demo;
+pub mod ingest;
+pub mod memory;
+
+use edge_api::stats::Query;
+
+use crate::store::CustomerId;
+
+pub use ingest::{AccessRecord, SecurityRecord};
+
+/// Every dimension the engine knows, across families. Its position is the dimension's id.
+pub const DIMS: [&str; 26] = [
+    "browser_name",
+    "cache_status",
+    "content_type",
+    "country",
+    "country_code",
+    "device_os",
+    "device_type",
+    "domain",
+    "gna_cache_status",
+    "http_status_code",
+    "property",
+    "request_type",
+    "scheme",
+    "request_url",
+    "event_severity",
+    "event_type",
+    "event_action",
+    "client_connection_remote_ip",
+    "client_ip",
+    "client_browser",
+    "client_country_code",
+    "client_asn",
+    "rule_id",
+    "request_path",
+    "waf_action",
+    "source",
+];
+
+pub fn dim_id(name: &str) -> Option<usize> {
+    DIMS.iter().position(|d| *d == name)
+}
+
+/// A value in an answer row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(std::sync::Arc<str>),
+    Int(i64),
+    /// Milliseconds since the epoch, written `YYYY-MM-DDTHH:MM:SS`.
+    Time(i64),
+}
+
+/// The rows of an answer, in the order of `columns`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Answer {
+    /// Column name and whether its values are integers (`long`).
+    pub columns: Vec<(String, bool)>,
+    pub rows: Vec<Vec<Cell>>,
+    pub total: u64,
+}
+
+/// Size of what the engine holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Footprint {
+    pub rollup_rows: u64,
+    pub event_rows: u64,
+    pub bytes: u64,
+}
+
+pub trait StatsEngine: Send + Sync + 'static {
+    /// Stores access-log records; durable when it returns.
+    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> anyhow::Result<()>;
+    /// Stores security event records; durable when it returns.
+    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()>;
+    /// Answers a validated query for `customer` (named `customer_name`, the value of the `customer` dimension).
+    fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError>;
+    /// Drops what is older than the retention of each granularity, and raw events before the previous three
+    /// days.
+    fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()>;
+    /// Writes a snapshot so the log can be emptied.
+    fn checkpoint(&self) -> anyhow::Result<()>;
+    /// Bytes logged since the last checkpoint.
+    fn log_bytes(&self) -> u64;
+    fn footprint(&self) -> Footprint;
+}
+
+/// A valid query the engine cannot answer as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}

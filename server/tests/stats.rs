@@ -1,0 +1,519 @@
+//! Statistics through the router, against small fixtures with hand-computed answers: grouping sets, filters,
+//! sortby, slicing, time rules, enumerations, top-K, security families, ingestion, retention, durability.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use edge_server::clock::Clock;
+use serde_json::{Value, json};
+
+fn access(
+    ts: &str,
+    (domain, property, country): (&str, &str, &str),
+    status: u16,
+    hits: u64,
+    last_mile: u64,
+    url: &str,
+) -> Value {
+    json!({
+        "timestamp": ts, "domain": domain, "property": property, "country": country, "country_code": country,
+        "browser_name": "Chrome", "device_type": "Desktop", "device_os": "Linux", "content_type": "text/html",
+        "request_type": "GET", "cache_status": 1, "gna_cache_status": 1, "scheme": 2, "http_status_code": status,
+        "request_url": url, "hits": hits, "last_mile_bandwidth_bytes": last_mile
+    })
+}
+
+fn ndjson(lines: &[Value]) -> String {
+    lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n")
+}
+
+async fn ingest(app: &TestApp, path: &str, body: String) -> Reply {
+    app.send(
+        req(Method::POST, &format!("/acme/v1/ingest/{path}"))
+            .basic("alice", PASSWORD)
+            .raw("application/x-ndjson", body)
+            .done(),
+    )
+    .await
+}
+
+/// Four access records on 2025-12-31 (the test clock is at 2026-01-01T00:00:00).
+async fn fixture() -> TestApp {
+    let app = TestApp::new().await;
+    let reply = ingest(
+        &app,
+        "accesslogs",
+        ndjson(&[
+            access("2025-12-31T10:01:00", ("a.example", "shop", "DE"), 200, 5, 1000, "/a"),
+            access("2025-12-31T10:03:00", ("a.example", "shop", "FR"), 200, 3, 300, "/b"),
+            access("2025-12-31T10:07:00", ("b.example", "shop", "DE"), 404, 2, 20, "/a"),
+            access("2025-12-31T11:30:00", ("a.example", "api", "DE"), 500, 1, 10, "/a"),
+        ]),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body, json!({"accepted": 4, "rejected": []}));
+    app
+}
+
+async fn get(app: &TestApp, path_and_query: &str) -> Reply {
+    app.send(req(Method::GET, &format!("/acme/v1{path_and_query}")).basic("alice", PASSWORD).done()).await
+}
+
+const HOUR_10_TO_12: &str = "starttime=2025-12-31T10:00:00&endtime=2025-12-31T12:00:00";
+
+#[tokio::test]
+async fn five_minute_rows_by_country_in_bucket_order_with_typed_columns() {
+    let app = fixture().await;
+    let reply = get(&app, "/stats/data?starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&dimensions=country&metrics=hits&granularity=5minute").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body["columns"],
+        json!([{"name": "starttime", "type": "string"}, {"name": "endtime", "type": "string"}, {"name": "country", "type": "string"}, {"name": "hits", "type": "long"}])
+    );
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:00:00", "2025-12-31T10:05:00", "DE", 5],
+            ["2025-12-31T10:00:00", "2025-12-31T10:05:00", "FR", 3],
+            ["2025-12-31T10:05:00", "2025-12-31T10:10:00", "DE", 2]
+        ])
+    );
+    assert_eq!(reply.body["total_results"], 3);
+    assert_eq!(reply.headers.get("x-total-results").unwrap(), "3");
+    assert_eq!(
+        reply.body["query"],
+        json!({"starttime": "2025-12-31T10:00:00", "endtime": "2025-12-31T11:00:00", "start": 0, "limit": 2500,
+               "dimensions": ["country"], "metrics": ["hits"], "granularity": "5minute", "sortby": null, "filters": null})
+    );
+    assert_eq!(reply.body["next_uri"], "");
+    assert_eq!(reply.body["prev_uri"], "");
+    assert!(reply.body["uri"].as_str().unwrap().starts_with("/acme/v1/stats/data?starttime="));
+}
+
+#[tokio::test]
+async fn columns_follow_the_requested_dimension_order_and_sortby_orders_rows() {
+    let app = fixture().await;
+    let reply = get(&app, &format!("/stats/data?{HOUR_10_TO_12}&dimensions=http_status_code,domain&metrics=last_mile_bandwidth_bytes,hits&granularity=hour&sortby=-hits")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let names: Vec<_> = reply.body["columns"].as_array().unwrap().iter().map(|c| c["name"].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            json!("starttime"),
+            json!("endtime"),
+            json!("http_status_code"),
+            json!("domain"),
+            json!("last_mile_bandwidth_bytes"),
+            json!("hits")
+        ]
+    );
+    assert_eq!(reply.body["columns"][2]["type"], "long", "status codes are integers");
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", 200, "a.example", 1300, 8],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", 404, "b.example", 20, 2],
+            ["2025-12-31T11:00:00", "2025-12-31T12:00:00", 500, "a.example", 10, 1]
+        ])
+    );
+    assert_eq!(reply.body["query"]["sortby"], json!(["-hits"]));
+    let reply = get(&app, &format!("/stats/data?{HOUR_10_TO_12}&dimensions=domain,http_status_code&metrics=hits&granularity=hour&sortby=domain,-http_status_code")).await;
+    let order: Vec<_> = reply.body["rows"].as_array().unwrap().iter().map(|r| (r[2].clone(), r[3].clone())).collect();
+    assert_eq!(
+        order,
+        [(json!("a.example"), json!(500)), (json!("a.example"), json!(200)), (json!("b.example"), json!(404))]
+    );
+}
+
+#[tokio::test]
+async fn filters_and_or_escapes_and_dimensions_outside_the_set() {
+    let app = fixture().await;
+    let q = |f: &str| {
+        format!(
+            "/stats/data?{HOUR_10_TO_12}&dimensions=domain,http_status_code&metrics=hits&granularity=hour&filters={f}"
+        )
+    };
+    let rows = |r: &Reply| r.body["rows"].as_array().unwrap().iter().map(|r| r[4].clone()).collect::<Vec<_>>();
+    let reply = get(&app, &q("http_status_code!=200")).await;
+    assert_eq!(rows(&reply), [json!(2), json!(1)]);
+    assert_eq!(reply.body["query"]["filters"], "http_status_code!=200");
+    let reply = get(&app, &q("domain==b.example,http_status_code==500")).await;
+    assert_eq!(rows(&reply), [json!(2), json!(1)], "OR");
+    let reply = get(&app, &q("domain==a.example;http_status_code==200")).await;
+    assert_eq!(rows(&reply), [json!(8)], "AND");
+    let reply = get(&app, &q("domain==a.example%5C,x")).await;
+    assert_eq!(reply.body["total_results"], 0, "an escaped comma is part of the value");
+    let reply = get(&app, &q("domain==a.example,domain==b.example;http_status_code==200")).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_parameter");
+    assert!(reply.body["details"][0]["message"].as_str().unwrap().contains("not both"));
+    let reply = get(&app, &q("colour==red")).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_parameter");
+    // A filter on a dimension outside the grouping set is answered from a finer one (domain/country).
+    let reply = get(
+        &app,
+        &format!("/stats/data?{HOUR_10_TO_12}&dimensions=domain&metrics=hits&granularity=hour&filters=country==FR"),
+    )
+    .await;
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T10:00:00", "2025-12-31T11:00:00", "a.example", 3]]));
+    let reply = get(&app, &q("customer==acme")).await;
+    assert_eq!(reply.body["total_results"], 3, "the customer filter holds for every row of one's own data");
+    let reply = get(&app, &q("customer==globex")).await;
+    assert_eq!(reply.body["total_results"], 0);
+}
+
+#[tokio::test]
+async fn slices_carry_next_and_prev_addresses_and_the_limit_is_capped() {
+    let app = fixture().await;
+    let base = "/stats/data?starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&dimensions=country&metrics=hits&granularity=5minute";
+    let reply = get(&app, &format!("{base}&start=1&limit=1")).await;
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T10:00:00", "2025-12-31T10:05:00", "FR", 3]]));
+    assert_eq!(reply.body["total_results"], 3);
+    assert!(reply.body["next_uri"].as_str().unwrap().ends_with("&limit=1&start=2"), "{}", reply.body["next_uri"]);
+    assert!(reply.body["prev_uri"].as_str().unwrap().ends_with("&limit=1&start=0"), "{}", reply.body["prev_uri"]);
+    let reply = get(&app, &format!("{base}&start=2&limit=1&sortby=-hits")).await;
+    assert_eq!(reply.body["rows"][0][3], 2);
+    assert_eq!(reply.body["next_uri"], "");
+    let reply = get(&app, &format!("{base}&limit=10000")).await;
+    assert_eq!(reply.body["query"]["limit"], 2500);
+    for bad in ["&limit=-1", "&start=x"] {
+        assert_error(&get(&app, &format!("{base}{bad}")).await, StatusCode::BAD_REQUEST, "invalid_parameter");
+    }
+}
+
+#[tokio::test]
+async fn time_rules_and_grouping_sets_are_enforced_with_400() {
+    let app = fixture().await;
+    for (q, needle) in [
+        (
+            "starttime=2025-12-31T10:00:00Z&endtime=2025-12-31T11:00:00&metrics=hits&granularity=hour",
+            "time-zone designator",
+        ),
+        (
+            "starttime=2025-12-31T10:00:00&endtime=2025-12-31T10:00:00&metrics=hits&granularity=hour",
+            "earlier than endtime",
+        ),
+        ("endtime=2025-12-31T10:00:00&metrics=hits&granularity=hour", "starttime is required"),
+        (
+            "starttime=2025-12-31T10:00:00&startime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&metrics=hits&granularity=hour",
+            "not both",
+        ),
+        (
+            "starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&metrics=hits&granularity=hour&dimensions=device_os,browser_name",
+            "not a listed grouping set",
+        ),
+        (
+            "starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&metrics=hits,bananas&granularity=hour",
+            "unknown metric",
+        ),
+        ("starttime=2025-12-20T10:00:00&endtime=2025-12-21T11:00:00&metrics=hits&granularity=5minute", "one week"),
+        ("starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&metrics=hits", "granularity is required"),
+    ] {
+        let reply = get(&app, &format!("/stats/data?{q}")).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_parameter");
+        assert!(reply.body["details"].to_string().contains(needle), "{q}: {}", reply.body);
+    }
+    // The misspelled startime works alone; the echo says starttime.
+    let reply =
+        get(&app, "/stats/data?startime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&metrics=hits&granularity=hour")
+            .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["query"]["starttime"], "2025-12-31T10:00:00");
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T10:00:00", "2025-12-31T11:00:00", 10]]));
+}
+
+#[tokio::test]
+async fn enumerated_values_are_integers() {
+    let app = fixture().await;
+    let reply = get(
+        &app,
+        &format!(
+            "/stats/data?{HOUR_10_TO_12}&dimensions=cache_status&metrics=hits&granularity=hour&filters=cache_status==1"
+        ),
+    )
+    .await;
+    assert_eq!(reply.body["rows"][0][2], 1);
+    assert_eq!(reply.body["columns"][2], json!({"name": "cache_status", "type": "long"}));
+    let reply =
+        get(&app, &format!("/stats/data?{HOUR_10_TO_12}&dimensions=scheme,property&metrics=hits&granularity=hour"))
+            .await;
+    assert_eq!(reply.body["rows"][0][2], 2, "HTTPS");
+}
+
+#[tokio::test]
+async fn the_vocabulary_methods_answer_the_shared_tables() {
+    let app = TestApp::new().await;
+    let reply = get(&app, "/stats/dimensions").await;
+    assert_eq!(reply.body["dimensions"].as_array().unwrap().len(), 14);
+    let reply = get(&app, "/stats/metrics").await;
+    assert_eq!(reply.body["metrics"].as_array().unwrap().len(), 8);
+    let reply = get(&app, "/stats/groupings").await;
+    let groupings = reply.body["groupings"].as_array().unwrap();
+    assert_eq!(groupings.len(), 118);
+    assert!(groupings.contains(&json!("5minute/country/browser_name/device_type/property")));
+    assert_eq!(get(&app, "/stats/topk/url/groupings").await.body["groupings"][2], "day/customer/property/request_url");
+    assert_eq!(get(&app, "/stats/topk/url/metrics").await.body, json!({"metrics": ["hits"]}));
+    assert_error(&get(&app, "/stats/topk/browser/groupings").await, StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(
+        get(&app, "/stats/security/waf/topk/country/dimensions").await.body["dimensions"][0],
+        "client_country_code"
+    );
+    assert_error(
+        &get(&app, "/stats/security/waf/topk/ratelimitcountry/dimensions").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    assert_eq!(get(&app, "/stats/security/trafficshaping/trends/metrics").await.body, json!({"metrics": ["hits"]}));
+    let events = get(&app, "/stats/security/events/dimensions").await;
+    assert_eq!(events.body["dimensions"][0], "event_timestamp_ms");
+}
+
+#[tokio::test]
+async fn head_answers_headers_only() {
+    let app = fixture().await;
+    let reply = app
+        .send(
+            req(Method::HEAD, &format!("/acme/v1/stats?{HOUR_10_TO_12}&metrics=hits&granularity=hour"))
+                .basic("alice", PASSWORD)
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.headers.get("x-total-results").unwrap(), "2");
+    assert!(reply.raw.is_empty());
+}
+
+#[tokio::test]
+async fn the_top_url_report_gives_the_top_20_of_each_day() {
+    let app = TestApp::new().await;
+    let mut lines = Vec::new();
+    for i in 0..25u64 {
+        lines.push(access("2025-12-30T08:00:00", ("a.example", "shop", "DE"), 200, i + 1, 0, &format!("/p{i}")));
+    }
+    lines.push(access("2025-12-31T08:00:00", ("a.example", "shop", "DE"), 200, 7, 0, "/p0"));
+    lines.push(access("2025-12-31T09:00:00", ("a.example", "shop", "DE"), 200, 2, 0, "/p0"));
+    lines.push(access("2025-12-31T09:00:00", ("a.example", "api", "DE"), 200, 4, 0, "/v1"));
+    assert_eq!(ingest(&app, "accesslogs", ndjson(&lines)).await.body["accepted"], 28);
+    let reply = get(&app, "/stats/topk/url/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&dimensions=customer,property,request_url&metrics=hits&granularity=day").await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let rows = reply.body["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 22, "20 for the first day, 2 for the second");
+    assert_eq!(rows[0], json!(["2025-12-30T00:00:00", "2025-12-31T00:00:00", "acme", "shop", "/p24", 25]));
+    assert_eq!(rows[19][5], 6);
+    assert_eq!(rows[20], json!(["2025-12-31T00:00:00", "2026-01-01T00:00:00", "acme", "shop", "/p0", 9]));
+    assert_eq!(rows[21][4], "/v1");
+    assert_eq!(reply.body["query"]["limit"], 20);
+    assert_eq!(reply.body["query"]["sortby"], json!(["-hits"]));
+    assert_eq!(reply.body["total_results"], 22);
+    // End exclusive: a span ending at the start of the second day has the first day only.
+    let reply = get(&app, "/stats/topk/url/data?starttime=2025-12-30T00:00:00&endtime=2025-12-31T00:00:00&dimensions=customer,property,request_url&metrics=hits").await;
+    assert_eq!(reply.body["total_results"], 20);
+    let reply = get(&app, "/stats/topk/url/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&dimensions=customer,property,request_url&metrics=hits&filters=property==api").await;
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T00:00:00", "2026-01-01T00:00:00", "acme", "api", "/v1", 4]]));
+    let reply = get(&app, "/stats/topk/url/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&dimensions=property,request_url&metrics=hits").await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_parameter");
+}
+
+fn event(ts: &str, source: &str, action: &str, waf_action: &str, rule: &str, country: &str, ip: &str) -> Value {
+    json!({
+        "timestamp": ts, "source": source, "event_type": "CUSTOM", "event_action": action, "event_severity": "HIGH",
+        "waf_action": waf_action, "rule_id": rule, "domain": "a.example", "property": "shop", "client_ip": ip,
+        "client_connection_remote_ip": ip, "client_browser": "curl", "client_country_code": country, "client_asn": 4134,
+        "request_path": "/login"
+    })
+}
+
+async fn security_fixture() -> TestApp {
+    let app = fixture().await;
+    let reply = ingest(
+        &app,
+        "securityevents",
+        ndjson(&[
+            event("2025-12-31T10:00:00", "waf", "BLOCK", "BLOCK", "942100", "CN", "192.0.2.1"),
+            event("2025-12-31T10:02:00", "waf", "WARN", "WARN", "913100", "US", "192.0.2.2"),
+            event("2025-12-31T10:10:00", "trafficshaping", "RATE_LIMIT", "", "rl-1", "BR", "192.0.2.3"),
+            event("2025-12-31T10:20:00", "trafficshaping", "BLOCK", "", "geo-1", "CN", "192.0.2.4"),
+        ]),
+    )
+    .await;
+    assert_eq!(reply.body, json!({"accepted": 4, "rejected": []}));
+    app
+}
+
+#[tokio::test]
+async fn events_begin_with_their_timestamp_and_echo_the_customer_filter() {
+    let app = security_fixture().await;
+    let reply = get(&app, &format!("/stats/security/events/data?{HOUR_10_TO_12}&dimensions=client_ip,client_asn&sortby=-event_timestamp_ms&limit=2")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body["columns"],
+        json!([{"name": "event_timestamp_ms"}, {"name": "client_ip"}, {"name": "client_asn"}])
+    );
+    assert_eq!(
+        reply.body["rows"],
+        json!([["2025-12-31T10:20:00", "192.0.2.4", 4134], ["2025-12-31T10:10:00", "192.0.2.3", 4134]])
+    );
+    assert_eq!(reply.body["total_results"], 4);
+    assert_eq!(reply.body["query"]["filters"], "customer==acme");
+    assert!(reply.body.get("next_uri").is_none(), "slices addresses belong to delivery statistics");
+    let reply = get(
+        &app,
+        &format!("/stats/security/events/data?{HOUR_10_TO_12}&dimensions=rule_id&filters=client_country_code==CN"),
+    )
+    .await;
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T10:00:00", "942100"], ["2025-12-31T10:20:00", "geo-1"]]));
+    assert_eq!(reply.body["query"]["filters"], "client_country_code==CN;customer==acme");
+    assert_eq!(reply.body["query"]["limit"], 10);
+}
+
+#[tokio::test]
+async fn waf_and_shaping_trends_top_k_and_request_trends() {
+    let app = security_fixture().await;
+    let reply = get(&app, &format!("/stats/security/waf/trends/data?{HOUR_10_TO_12}&dimensions=waf_action&metrics=hits&granularity=hour&sortby=waf_action")).await;
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "BLOCK", 1],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "WARN", 1]
+        ])
+    );
+    assert_eq!(reply.body["columns"][2], json!({"name": "waf_action"}), "no types outside delivery statistics");
+    let reply = get(&app, &format!("/stats/security/trafficshaping/trends/data?{HOUR_10_TO_12}&dimensions=event_action&metrics=hits&granularity=5minute")).await;
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:10:00", "2025-12-31T10:15:00", "RATE_LIMIT", 1],
+            ["2025-12-31T10:20:00", "2025-12-31T10:25:00", "BLOCK", 1]
+        ])
+    );
+    let reply = get(&app, &format!("/stats/security/waf/topk/country/data?{HOUR_10_TO_12}")).await;
+    assert_eq!(reply.body["rows"], json!([["CN", 1], ["US", 1]]));
+    assert_eq!(reply.body["query"]["limit"], 20);
+    let reply = get(&app, &format!("/stats/security/trafficshaping/topk/ratelimitclientip/data?{HOUR_10_TO_12}")).await;
+    assert_eq!(reply.body["rows"], json!([["192.0.2.3", 1]]));
+    let reply = get(
+        &app,
+        &format!("/stats/security/trafficshaping/topk/country/data?{HOUR_10_TO_12}&filters=domain==a.example&limit=1"),
+    )
+    .await;
+    assert_eq!(reply.body["total_results"], 2);
+    assert_eq!(reply.body["rows"].as_array().unwrap().len(), 1);
+    // Request trends: every logged request counts as ALLOW, WAF events by their action.
+    let reply = get(&app, &format!("/stats/security/request/trends/data?{HOUR_10_TO_12}&dimensions=waf_action&metrics=hits&granularity=hour&sortby=starttime,waf_action")).await;
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "ALLOW", 10],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "BLOCK", 1],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "WARN", 1],
+            ["2025-12-31T11:00:00", "2025-12-31T12:00:00", "ALLOW", 1]
+        ])
+    );
+    assert_error(
+        &get(&app, &format!("/stats/security/waf/topk/ratelimitcountry/data?{HOUR_10_TO_12}")).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+}
+
+#[tokio::test]
+async fn bad_lines_are_reported_by_number_and_good_ones_kept() {
+    let app = TestApp::new().await;
+    let body = format!(
+        "{}\n{{\"timestamp\":\"2025-12-31T10:00:00\"}}\n\nnot json\n{}",
+        access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, "/"),
+        access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, "/")
+    );
+    let reply = ingest(&app, "accesslogs", body).await;
+    assert_eq!(reply.body["accepted"], 2);
+    let lines: Vec<_> = reply.body["rejected"].as_array().unwrap().iter().map(|r| r["line"].clone()).collect();
+    assert_eq!(lines, [json!(2), json!(4)]);
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/ingest/accesslogs")
+                .basic("alice", PASSWORD)
+                .raw("application/xml", "<x/>")
+                .done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    app.add_user("acme", "vic", "viewer").await;
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/ingest/accesslogs")
+                .basic("vic", PASSWORD)
+                .raw("application/x-ndjson", "")
+                .done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+    let reply = app
+        .send(
+            req(Method::GET, &format!("/acme/v1/stats/data?{HOUR_10_TO_12}&metrics=hits&granularity=hour"))
+                .basic("vic", PASSWORD)
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "viewers read statistics");
+}
+
+#[tokio::test]
+async fn one_customers_statistics_are_invisible_to_another() {
+    let app = fixture().await;
+    let reply = app
+        .send(
+            req(Method::GET, &format!("/globex/v1/stats/data?{HOUR_10_TO_12}&metrics=hits&granularity=hour"))
+                .basic("gina", PASSWORD)
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["rows"], json!([]));
+    assert_eq!(reply.body["total_results"], 0);
+}
+
+#[tokio::test]
+async fn retention_drops_old_rollups_and_events() {
+    let app = security_fixture().await;
+    let hourly = format!("/stats/data?{HOUR_10_TO_12}&metrics=hits&granularity=hour");
+    app.advance(8 * 86_400_000);
+    app.state.stats.enforce_retention(app.clock.now_ms()).unwrap();
+    assert_eq!(get(&app, &hourly).await.body["total_results"], 2, "hourly data is kept a month");
+    let events = get(&app, &format!("/stats/security/events/data?{HOUR_10_TO_12}&dimensions=client_ip")).await;
+    assert_eq!(events.body["total_results"], 0, "raw events older than the previous three days are gone");
+    app.advance(25 * 86_400_000);
+    app.state.stats.enforce_retention(app.clock.now_ms()).unwrap();
+    assert_eq!(get(&app, &hourly).await.body["total_results"], 0);
+    let daily =
+        get(&app, "/stats/data?starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=day")
+            .await;
+    assert_eq!(
+        daily.body["rows"],
+        json!([["2025-12-31T00:00:00", "2026-01-01T00:00:00", 11]]),
+        "daily data is kept for ever"
+    );
+}
+
+#[tokio::test]
+async fn ingested_data_survives_a_restart_from_the_log_and_from_a_checkpoint() {
+    let app = security_fixture().await;
+    let query = format!("/acme/v1/stats/data?{HOUR_10_TO_12}&dimensions=domain&metrics=hits&granularity=hour");
+    let expected = get(&app, &query.replace("/acme/v1", "")).await.body["rows"].clone();
+    assert_eq!(expected.as_array().unwrap().len(), 3);
+    for checkpoint in [false, true] {
+        if checkpoint {
+            app.state.stats.checkpoint().unwrap();
+        }
+        let mut settings = edge_server::Settings::new(app.dir.path().join("data"), app.dir.path().join("dist"));
+        settings.login_slowdown = std::time::Duration::from_millis(1);
+        let state =
+            edge_server::AppState::open_with_clock(settings, std::sync::Arc::new(app.clock.clone())).await.unwrap();
+        use tower::ServiceExt;
+        let response =
+            edge_server::app(state).oneshot(req(Method::GET, &query).basic("alice", PASSWORD).done()).await.unwrap();
+        use http_body_util::BodyExt;
+        let body: Value = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(body["rows"], expected, "after a restart (checkpoint: {checkpoint})");
+    }
+}
