@@ -6,6 +6,7 @@ use edge_api::{
     paths,
 };
 
+pub use crate::stats::demo::Volume;
 use crate::{
     AppState,
     admin::local_user,
@@ -25,8 +26,14 @@ pub const USERS: [(&str, Role, &str); 3] = [
     ("viewer", Role::Viewer, "Vera Viewer"),
 ];
 
-/// Seeds the demo customer when the store holds no customer at all. Returns whether it seeded.
+/// Seeds the demo customer when the store holds no customer at all, with 35 days of traffic. Returns whether
+/// it seeded.
 pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<bool> {
+    seed_if_empty_with(state, password, Volume::FULL).await
+}
+
+/// As [`seed_if_empty`], with `volume` of traffic.
+pub async fn seed_if_empty_with(state: &AppState, password: &str, volume: Volume) -> anyhow::Result<bool> {
     if state.store.customer_count().await? > 0 {
         return Ok(false);
     }
@@ -56,6 +63,9 @@ pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<b
         state.store.user_by_username(customer.id, "admin").await?.ok_or_else(|| anyhow::anyhow!("demo admin"))?;
     seed_lists(state, &customer, &admin).await?;
     seed_properties(state, &customer, &admin).await?;
+    let (engine, id, now) = (state.stats.clone(), customer.id, state.clock.now_ms());
+    tokio::task::spawn_blocking(move || crate::stats::demo::seed(engine.as_ref(), id, &demo_properties(), now, volume))
+        .await??;
     Ok(true)
 }
 

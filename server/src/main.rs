@@ -24,6 +24,21 @@ enum Command {
         #[command(subcommand)]
         command: CustomerCommand,
     },
+    /// Load access logs or security events from NDJSON files into a customer's statistics (with the server
+    /// stopped: the data dir is used by one process at a time).
+    Ingest {
+        /// `accesslogs` or `securityevents`.
+        #[arg(long)]
+        kind: String,
+        /// Customer name.
+        #[arg(long)]
+        customer: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        /// NDJSON files, one record per line.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Manage identity sources besides `local`.
     Idp {
         #[command(subcommand)]
@@ -62,6 +77,9 @@ struct ServeArgs {
     /// $EDGE_DEMO_PASSWORD, or a random one printed once.
     #[arg(long)]
     demo: bool,
+    /// Days of demo traffic to create with --demo.
+    #[arg(long, default_value_t = 35)]
+    demo_days: i64,
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "EDGE_MAX_BODY_BYTES", default_value_t = 10 * 1024 * 1024)]
     max_body_bytes: usize,
@@ -109,6 +127,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Customer { command: CustomerCommand::Add { name, admin, data_dir } } => {
             add_customer(name, admin, data_dir).await
         }
+        Command::Ingest { kind, customer, data_dir, files } => ingest(kind, customer, data_dir, files).await,
         Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir } } => {
             let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
             admin::add_identity_source(&state, &customer, &id, &config).await?;
@@ -129,8 +148,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }
+    let _lock = lock_data_dir(&args.data_dir)?;
     let state = AppState::open(settings).await?;
-    let demo_login = if args.demo { seed_demo(&state).await? } else { None };
+    let demo_login = if args.demo { seed_demo(&state, args.demo_days).await? } else { None };
     let server = Server::start(state, args.listen).await?;
     tracing::info!(addr = %server.addr, data_dir = %args.data_dir.display(), "serving");
     println!("Edge Console: http://{}/", server.addr);
@@ -149,12 +169,78 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Seeds the demo data when the data dir is empty; returns the password to print.
-async fn seed_demo(state: &AppState) -> anyhow::Result<Option<String>> {
+async fn seed_demo(state: &AppState, days: i64) -> anyhow::Result<Option<String>> {
     let password = match std::env::var("EDGE_DEMO_PASSWORD") {
         Ok(p) if !p.is_empty() => p,
         _ => rand::thread_rng().sample_iter(&Alphanumeric).take(16).map(char::from).collect(),
     };
-    Ok(demo::seed_if_empty(state, &password).await?.then_some(password))
+    let volume = demo::Volume { days: days.clamp(1, 400), ..demo::Volume::FULL };
+    Ok(demo::seed_if_empty_with(state, &password, volume).await?.then_some(password))
+}
+
+/// Takes the data dir for this process alone (released when the process ends).
+fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(data_dir)?;
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(data_dir.join(".lock"))?;
+    lock.try_lock().map_err(|_| anyhow::anyhow!("another edge-server process is using {}", data_dir.display()))?;
+    Ok(lock)
+}
+
+async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<PathBuf>) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    anyhow::ensure!(kind == "accesslogs" || kind == "securityevents", "--kind is accesslogs or securityevents");
+    let _lock = lock_data_dir(&data_dir)?;
+    let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
+    let c =
+        state.store.customer_by_name(&customer).await?.ok_or_else(|| anyhow::anyhow!("no customer {customer:?}"))?;
+    let total: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    let bar = indicatif::ProgressBar::new(total).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {per_sec} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let (mut accepted, mut rejected) = (0u64, 0u64);
+    for path in &files {
+        let file =
+            std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?);
+        let mut chunk = String::new();
+        let mut first_line = 1u64;
+        let mut lines_in_chunk = 0u64;
+        let mut flush = |chunk: &mut String, first_line: u64| -> anyhow::Result<()> {
+            let (ok, bad) = if kind == "accesslogs" {
+                let (good, bad) = edge_server::stats::ingest::parse_access(chunk);
+                state.stats.ingest_access(c.id, &good)?;
+                (good.len() as u64, bad)
+            } else {
+                let (good, bad) = edge_server::stats::ingest::parse_security(chunk);
+                state.stats.ingest_security(c.id, &good)?;
+                (good.len() as u64, bad)
+            };
+            for b in &bad {
+                bar.suspend(|| eprintln!("{}:{}: {}", path.display(), first_line + b.line - 1, b.message));
+            }
+            accepted += ok;
+            rejected += bad.len() as u64;
+            chunk.clear();
+            Ok(())
+        };
+        for line in file.lines() {
+            let line = line?;
+            bar.inc(line.len() as u64 + 1);
+            chunk.push_str(&line);
+            chunk.push('\n');
+            lines_in_chunk += 1;
+            if lines_in_chunk == 20_000 {
+                flush(&mut chunk, first_line)?;
+                first_line += lines_in_chunk;
+                lines_in_chunk = 0;
+            }
+        }
+        flush(&mut chunk, first_line)?;
+    }
+    bar.finish_and_clear();
+    state.stats.checkpoint()?;
+    println!("Ingested {accepted} records into {customer}; {rejected} lines rejected");
+    Ok(())
 }
 
 async fn add_customer(name: String, admin: String, data_dir: PathBuf) -> anyhow::Result<()> {

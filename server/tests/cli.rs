@@ -66,7 +66,17 @@ fn customer_add_without_a_password_and_without_a_terminal_says_how_to_give_one()
 /// Starts `serve --demo` on a free port, returns its first stdout lines, then stops it with SIGTERM.
 fn serve_demo_output(data_dir: &std::path::Path) -> (Vec<String>, std::process::ExitStatus) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent", "--data-dir"])
+        .args([
+            "serve",
+            "--demo",
+            "--demo-days",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--static-dir",
+            "/nonexistent",
+            "--data-dir",
+        ])
         .arg(data_dir)
         .env("EDGE_DEMO_PASSWORD", PASSWORD)
         .stdout(Stdio::piped())
@@ -95,4 +105,30 @@ fn serve_demo_seeds_an_empty_data_dir_only_and_stops_cleanly_on_sigterm() {
 
     let (lines, _) = serve_demo_output(dir.path());
     assert!(lines[1].starts_with("The data dir already holds data"), "{lines:?}");
+}
+
+#[test]
+fn ingest_loads_ndjson_files_reporting_bad_lines_by_file_and_number() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let file = dir.path().join("logs.ndjson");
+    let good = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
+    std::fs::write(&file, format!("{good}\n{{\"timestamp\":1}}\n{good}\n")).unwrap();
+    let out = Command::new(BIN)
+        .args(["ingest", "--kind", "accesslogs", "--customer", "acme", "--data-dir"])
+        .arg(dir.path())
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Ingested 2 records into acme; 1 lines rejected");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:2: ", file.display())), "{err}");
+    let out = Command::new(BIN)
+        .args(["ingest", "--kind", "accesslogs", "--customer", "nobody", "--data-dir"])
+        .arg(dir.path())
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
 }

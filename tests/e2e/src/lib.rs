@@ -86,7 +86,7 @@ impl Harness {
     pub async fn start() -> Result<Harness> {
         let dir = tempfile::tempdir()?;
         let state = AppState::open(Settings::new(dir.path().join("data"), dist_dir()?)).await?;
-        demo::seed_if_empty(&state, PASSWORD).await?;
+        demo::seed_if_empty_with(&state, PASSWORD, demo::Volume::SMALL).await?;
         let listen: SocketAddr = "127.0.0.1:0".parse()?;
         let server = Server::start(state, listen).await?;
         let base = format!("http://{}", server.addr);
