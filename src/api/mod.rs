@@ -3,6 +3,7 @@
 
 mod ops;
 mod sessions;
+mod stats;
 mod users;
 
 use std::{cell::RefCell, rc::Rc};
@@ -13,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 pub use ops::*;
 pub use sessions::*;
+pub use stats::*;
 pub use users::*;
 
 /// A failed API call: the status (0 when the server could not be reached) and the API's error body.

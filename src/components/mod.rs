@@ -1,7 +1,9 @@
 //! Shared UI pieces.
 
+pub mod chart;
 pub mod dialog;
 pub mod errors;
 pub mod layout;
 pub mod pager;
 pub mod progress;
+pub mod range;

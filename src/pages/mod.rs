@@ -7,6 +7,8 @@ pub mod me;
 pub mod properties;
 pub mod purge;
 pub mod reset;
+pub mod security;
+pub mod stats;
 pub mod tasks;
 pub mod users;
 
@@ -18,6 +20,8 @@ pub use lists::NetworkLists;
 pub use me::MyAccount;
 pub use properties::Properties;
 pub use purge::Purge;
+pub use security::Security;
+pub use stats::Statistics;
 pub use tasks::Tasks;
 pub use users::Users;
 
@@ -25,40 +29,6 @@ pub use users::Users;
 pub fn use_customer() -> Memo<String> {
     let params = use_params_map();
     Memo::new(move |_| params.read().get("customer").unwrap_or_default())
-}
-
-/// A view whose content arrives with a later part of the console: says what it will hold.
-#[component]
-fn Upcoming(title: &'static str, summary: &'static str) -> impl IntoView {
-    view! {
-        <section class="page">
-            <h1>{title}</h1>
-            <div class="empty">
-                <p>{summary}</p>
-                <p class="muted">"This view is not available in this version of the console yet."</p>
-            </div>
-        </section>
-    }
-}
-
-#[component]
-pub fn Statistics() -> impl IntoView {
-    view! {
-        <Upcoming
-            title="Statistics"
-            summary="Delivery statistics: hits, bandwidth and timing by country, domain, status code and more, over time; the top 20 URLs."
-        />
-    }
-}
-
-#[component]
-pub fn Security() -> impl IntoView {
-    view! {
-        <Upcoming
-            title="Security"
-            summary="Security events, WAF and traffic-shaping trends and top-K reports."
-        />
-    }
 }
 
 #[component]

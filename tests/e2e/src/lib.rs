@@ -176,7 +176,11 @@ impl Browser {
         let mut last = String::new();
         while Instant::now() < deadline {
             if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                // The text as rendered, or (for an element out of view) as in the document.
                 last = el.text().await.unwrap_or_default();
+                if last.is_empty() {
+                    last = el.prop("textContent").await.ok().flatten().unwrap_or_default();
+                }
                 if ok(&last) {
                     return Ok(last);
                 }

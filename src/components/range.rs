@@ -1,0 +1,134 @@
+//! The time range of a statistics view: presets (last hour, 24 hours, 7 days, 30 days) or custom times, kept
+//! in the page's address.
+
+use edge_api::stats::{Granularity, format_time, parse_time};
+use leptos::prelude::*;
+
+pub const PRESETS: [(&str, &str, i64); 4] = [
+    ("1h", "Last hour", 3_600_000),
+    ("24h", "Last 24 hours", 86_400_000),
+    ("7d", "Last 7 days", 7 * 86_400_000),
+    ("30d", "Last 30 days", 30 * 86_400_000),
+];
+
+/// A resolved range: [start, end) in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    pub start: i64,
+    pub end: i64,
+}
+
+impl Range {
+    pub fn span(&self) -> i64 {
+        self.end - self.start
+    }
+
+    /// The same length just before.
+    pub fn previous(&self) -> Range {
+        Range { start: self.start - self.span(), end: self.start }
+    }
+}
+
+pub fn now_ms() -> i64 {
+    js_sys::Date::now() as i64
+}
+
+/// Resolves a preset (or custom start/end as written) at `now`: presets end at the next 5 minutes (hours for
+/// spans of days).
+pub fn resolve(preset: &str, start: &str, end: &str, now: i64) -> Option<Range> {
+    match PRESETS.iter().find(|(id, _, _)| *id == preset) {
+        Some((_, _, span)) => {
+            let step = if *span >= 86_400_000 * 7 { 3_600_000 } else { 300_000 };
+            let end = now - now.rem_euclid(step) + step;
+            Some(Range { start: end - span, end })
+        }
+        None => {
+            let (s, e) = (parse_time(start).ok()?, parse_time(end).ok()?);
+            (s < e).then_some(Range { start: s, end: e })
+        }
+    }
+}
+
+/// The granularities the retention guidance allows for a range ending at `end`: all within a week, hour and
+/// day within three months, day before.
+pub fn allowed_granularities(range: Range, now: i64) -> Vec<Granularity> {
+    let age = now - range.end;
+    let mut all = vec![Granularity::Day];
+    if age <= 92 * 86_400_000 {
+        all.insert(0, Granularity::Hour);
+    }
+    if age <= 7 * 86_400_000 && range.span() <= 8 * 86_400_000 {
+        all.insert(0, Granularity::FiveMinute);
+    }
+    all
+}
+
+/// The granularity that suits a span best (about 50 to 300 points).
+pub fn natural_granularity(range: Range) -> Granularity {
+    match range.span() {
+        s if s <= 86_400_000 => Granularity::FiveMinute,
+        s if s <= 14 * 86_400_000 => Granularity::Hour,
+        _ => Granularity::Day,
+    }
+}
+
+/// A `datetime-local` input value (minutes) from an API time.
+fn local_input(ms: i64) -> String {
+    format_time(ms)[..16].to_string()
+}
+
+/// Range controls: preset buttons and, for a custom range, start and end inputs. `on_change` gets the preset
+/// and, for custom, start and end as API times.
+#[component]
+pub fn RangePicker(
+    #[prop(into)] preset: Signal<String>,
+    #[prop(into)] range: Signal<Option<Range>>,
+    on_change: Callback<(String, String, String)>,
+) -> impl IntoView {
+    let custom_start = RwSignal::new(String::new());
+    let custom_end = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(r) = range.get() {
+            custom_start.set(local_input(r.start));
+            custom_end.set(local_input(r.end));
+        }
+    });
+    let apply_custom = move |_| {
+        let fix = |s: String| if s.len() == 16 { format!("{s}:00") } else { s };
+        on_change.run(("custom".into(), fix(custom_start.get_untracked()), fix(custom_end.get_untracked())));
+    };
+    view! {
+        <div class="range-picker" role="group" aria-label="Time range">
+            {PRESETS
+                .iter()
+                .map(|(id, label, _)| {
+                    let id = id.to_string();
+                    let active = {
+                        let id = id.clone();
+                        move || preset.get() == id
+                    };
+                    view! {
+                        <button
+                            class="chip"
+                            class:active=active.clone()
+                            aria-pressed=move || active().to_string()
+                            data-preset=id.clone()
+                            on:click=move |_| on_change.run((id.clone(), String::new(), String::new()))
+                        >
+                            {*label}
+                        </button>
+                    }
+                })
+                .collect_view()}
+            <span class="custom">
+                <input type="datetime-local" aria-label="From (UTC)" bind:value=custom_start />
+                " – "
+                <input type="datetime-local" aria-label="To (UTC)" bind:value=custom_end />
+                <button class="chip" class:active=move || preset.get() == "custom" on:click=apply_custom>
+                    "Apply"
+                </button>
+                <span class="muted small">" UTC"</span>
+            </span>
+        </div>
+    }
+}
