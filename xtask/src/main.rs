@@ -15,7 +15,9 @@ const USAGE: &str = "usage:
   cargo xtask serve [SERVER FLAGS]   build the console (release) and serve it with demo data on http://127.0.0.1:8080
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
   cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
-  cargo xtask build                  build the console into dist/ (release)";
+  cargo xtask build                  build the console into dist/ (release)
+  cargo xtask bench stats [--ingest N]
+                                     statistics: our server (HTTP) against DuckDB on the same 20M+ rows";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("test") => test(),
         Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
+        Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -88,6 +91,28 @@ fn serve(server_args: &[String]) -> Result<ExitCode> {
     // Ctrl-C reaches the server too (same process group); it shuts down gracefully and we return its status.
     let status = cmd.status().context("starting edge-server")?;
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The statistics benchmark: builds the server and the bench in release, installs DuckDB (PyPI) in a virtual
+/// environment under target/tools, and runs it.
+fn bench_stats(extra: &[String]) -> Result<ExitCode> {
+    let venv = root().join("target/tools/bench-venv");
+    let python = venv.join("bin/python");
+    let has_duckdb = Command::new(&python).args(["-c", "import duckdb"]).status().is_ok_and(|s| s.success());
+    if !has_duckdb {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", "duckdb"]))?;
+    }
+    run(cargo().args(["build", "--release", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
+    run(Command::new(root().join("target/release/edge-bench"))
+        .args(["stats", "--work"])
+        .arg(root().join("target/bench"))
+        .arg("--server")
+        .arg(root().join("target/release/edge-server"))
+        .arg("--python")
+        .arg(&python)
+        .args(extra))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// One step of the test run and the summary lines its runner printed.

@@ -658,21 +658,25 @@ impl MemoryEngine {
         }
     }
 
-    /// Loads pre-aggregated rows into the rollup of a delivery grouping set (the benchmark's bulk load). Each
-    /// row: bucket start, the grouping set's dimension values in `dims` order, the 8 metrics.
-    pub fn bulk_load_delivery(
+    /// Loads pre-aggregated rows into the rollup of a delivery or top-K URL grouping set (the benchmark's bulk
+    /// load, written to disk by the next checkpoint). Each row: bucket start, the grouping set's dimension
+    /// values in `dims` order, the metrics (all 8 for delivery, hits for top-K URL).
+    pub fn bulk_load(
         &self,
         customer: CustomerId,
+        family: Family,
         granularity: Granularity,
         dims: &[&str],
-        rows: impl Iterator<Item = (i64, Vec<String>, [u64; METRICS])>,
+        rows: impl Iterator<Item = (i64, Vec<String>, Vec<u64>)>,
     ) -> anyhow::Result<u64> {
         let want = ids(dims);
+        let kind = kind_of(family);
         let index = self
             .specs
             .iter()
-            .position(|s| s.kind == Kind::Delivery && s.granularity == granularity && s.dims == want)
+            .position(|s| s.kind == kind && s.granularity == granularity && s.dims == want)
             .ok_or_else(|| anyhow::anyhow!("no rollup for {}/{}", granularity.as_str(), dims.join("/")))?;
+        let n_metrics = self.specs[index].metrics;
         let order: Vec<usize> =
             want.iter().map(|id| dims.iter().position(|d| dim_id(d) == Some(*id)).unwrap_or(0)).collect();
         let tenant = self.tenant(customer);
@@ -685,7 +689,8 @@ impl MemoryEngine {
                 e.push(t.dicts[*id].id(&values[order[k]])?);
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
-            let block = t.rollups[index].blocks.entry(bucket).or_insert_with(|| Block::new(want.len(), METRICS));
+            anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
+            let block = t.rollups[index].blocks.entry(bucket).or_insert_with(|| Block::new(want.len(), n_metrics));
             block.add(key, |i| e[i], &metrics);
             n += 1;
         }
@@ -693,6 +698,30 @@ impl MemoryEngine {
             block.index = None;
         }
         Ok(n)
+    }
+
+    /// Adds raw security events only (no rollups, no log; the next checkpoint writes them): the benchmark's
+    /// bulk load of events.
+    pub fn bulk_load_events(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()> {
+        let tenant = self.tenant(customer);
+        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
+        let t = &mut *t;
+        for r in records {
+            let mut row = vec![0u32; EVENT_DIMS.len()];
+            for (c, name) in EVENT_DIMS.iter().enumerate() {
+                let id = dim_id(name).unwrap_or(0);
+                let v = r.dims.iter().find(|(d, _)| *d == id).map(|(_, v)| v.as_str()).unwrap_or("");
+                row[c] = t.dicts[id].id(v)?;
+            }
+            if t.events.ts.last().is_some_and(|last| *last > r.ts_ms) {
+                t.events.sorted = false;
+            }
+            t.events.ts.push(r.ts_ms);
+            for (col, v) in t.events.cols.iter_mut().zip(row) {
+                col.push(v);
+            }
+        }
+        Ok(())
     }
 
     /// Which rollup serves `dims` plus the dimensions filtered on: the exact grouping set when it holds the
@@ -854,6 +883,76 @@ fn ranks(dict: &Dict, numeric: bool) -> Vec<u32> {
     rank
 }
 
+/// Which rows of a block a filter keeps.
+#[derive(Clone, Copy)]
+enum Selection {
+    All,
+    Nothing,
+    /// Those marked in the mask.
+    Mask,
+}
+
+impl Selection {
+    fn has(self, mask: &[bool], r: usize) -> bool {
+        match self {
+            Selection::All => true,
+            Selection::Nothing => false,
+            Selection::Mask => mask[r],
+        }
+    }
+
+    fn count(self, mask: &[bool], n: usize) -> usize {
+        match self {
+            Selection::All => n,
+            Selection::Nothing => 0,
+            Selection::Mask => mask[..n].iter().filter(|m| **m).count(),
+        }
+    }
+}
+
+/// Evaluates a filter over a block column by column (loops the compiler vectorises), into `mask`.
+fn select(filter: &Compiled, block: &Block, mask: &mut Vec<bool>) -> Selection {
+    let n = block.len();
+    match filter {
+        Compiled::Everything => Selection::All,
+        Compiled::Nothing => Selection::Nothing,
+        Compiled::All(tests) => {
+            mask.clear();
+            mask.resize(n, true);
+            for t in tests {
+                let col = &block.dims[t.column];
+                match (t.id, t.equal) {
+                    (None, true) => return Selection::Nothing,
+                    (None, false) => {}
+                    (Some(id), eq) => {
+                        for (m, v) in mask.iter_mut().zip(col) {
+                            *m &= (*v == id) == eq;
+                        }
+                    }
+                }
+            }
+            Selection::Mask
+        }
+        Compiled::Any(tests) => {
+            mask.clear();
+            mask.resize(n, false);
+            for t in tests {
+                let col = &block.dims[t.column];
+                match (t.id, t.equal) {
+                    (None, true) => {}
+                    (None, false) => return Selection::All,
+                    (Some(id), eq) => {
+                        for (m, v) in mask.iter_mut().zip(col) {
+                            *m |= (*v == id) == eq;
+                        }
+                    }
+                }
+            }
+            Selection::Mask
+        }
+    }
+}
+
 /// Keeps the `k` smallest (key, position) pairs seen.
 struct TopK {
     k: usize,
@@ -877,6 +976,11 @@ impl TopK {
             self.heap.pop();
             self.heap.push((key, pos));
         }
+    }
+
+    /// Whether a row whose first key is `first` could enter (cheap to ask before building the whole key).
+    fn would_take(&self, first: u64) -> bool {
+        self.k > 0 && (self.heap.len() < self.k || self.heap.peek().is_some_and(|(top, _)| first <= top[0]))
     }
 
     fn sorted(self) -> Vec<([u64; 6], u64)> {
@@ -968,13 +1072,15 @@ impl MemoryEngine {
         // Rows, either straight from the rollup (its rows are the answer's) or grouped from a finer one.
         let mut out: Vec<Row> = Vec::new();
         let mut total = 0u64;
-        if aggregate || per_day || matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_)) {
-            let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
+        let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
+        let mut mask = Vec::new();
+        if aggregate || whole_range {
             let mut groups: FxHashMap<(i64, Vec<u32>), Vec<u64>> = FxHashMap::default();
             for (bucket, block) in &blocks {
                 let b = if whole_range { 0 } else { *bucket };
+                let sel = select(&filter, block, &mut mask);
                 for r in 0..block.len() {
-                    if !filter.pass(|c| block.dims[c][r]) {
+                    if !sel.has(&mask, r) {
                         continue;
                     }
                     let key: Vec<u32> = dim_cols.iter().map(|c| block.dims[*c][r]).collect();
@@ -986,11 +1092,10 @@ impl MemoryEngine {
             }
             let mut rows: Vec<Row> =
                 groups.into_iter().map(|((bucket, dims), metrics)| Row { bucket, dims, metrics }).collect();
+            // Ties keep a fixed order: by bucket, then by the order values were first seen.
+            rows.sort_by(|a, b| (a.bucket, &a.dims).cmp(&(b.bucket, &b.dims)));
             if per_day {
-                // The top 20 of each day, days in order.
-                rows.sort_by(|a, b| {
-                    a.bucket.cmp(&b.bucket).then(b.metrics[0].cmp(&a.metrics[0])).then(a.dims.cmp(&b.dims))
-                });
+                rows.sort_by(|a, b| a.bucket.cmp(&b.bucket).then(b.metrics[0].cmp(&a.metrics[0])));
                 let mut count = 0;
                 let mut day = i64::MIN;
                 rows.retain(|r| {
@@ -1005,8 +1110,6 @@ impl MemoryEngine {
                 out = rows;
             } else {
                 total = rows.len() as u64;
-                // Ties keep a fixed order: by bucket, then by the order values were first seen.
-                rows.sort_by(|a, b| (a.bucket, &a.dims).cmp(&(b.bucket, &b.dims)));
                 let mut keyed: Vec<([u64; 6], usize)> = rows
                     .iter()
                     .enumerate()
@@ -1021,27 +1124,41 @@ impl MemoryEngine {
                     .filter_map(|(_, i)| rows[i].take())
                     .collect();
             }
+        } else if per_day {
+            // Each block is a day: its top 20 by hits.
+            let hits = metric_cols.first().copied().unwrap_or(0);
+            for (bucket, block) in &blocks {
+                let sel = select(&filter, block, &mut mask);
+                let mut day: Vec<(u64, usize)> =
+                    (0..block.len()).filter(|r| sel.has(&mask, *r)).map(|r| (block.metrics[hits][r], r)).collect();
+                let k = (edge_api::stats::TOPK_URL_PER_DAY as usize).min(day.len());
+                if k < day.len() {
+                    day.select_nth_unstable_by(k, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                    day.truncate(k);
+                }
+                day.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                out.extend(day.into_iter().map(|(_, r)| row_of(*bucket, block, r, &dim_cols, &metric_cols)));
+            }
+            total = out.len() as u64;
         } else if order.keys.is_empty() {
             // Unsorted: the rows in bucket order; count them all, keep the slice.
             for (bucket, block) in &blocks {
-                let n = block.len();
-                if matches!(filter, Compiled::Everything) {
-                    let (from, to) = (total, total + n as u64);
-                    let lo = q.start.max(from);
-                    let hi = (q.start + q.limit).min(to);
-                    for r in lo..hi.max(lo) {
-                        out.push(row_of(*bucket, block, (r - from) as usize, &dim_cols, &metric_cols));
-                    }
-                    total = to;
+                let sel = select(&filter, block, &mut mask);
+                let n = sel.count(&mask, block.len()) as u64;
+                let (from, to) = (total, total + n);
+                total = to;
+                if to <= q.start || out.len() >= q.limit as usize {
                     continue;
                 }
-                for r in 0..n {
-                    if filter.pass(|c| block.dims[c][r]) {
-                        if total >= q.start && out.len() < q.limit as usize {
-                            out.push(row_of(*bucket, block, r, &dim_cols, &metric_cols));
-                        }
-                        total += 1;
+                let mut seen = from;
+                for r in 0..block.len() {
+                    if !sel.has(&mask, r) {
+                        continue;
                     }
+                    if seen >= q.start && out.len() < q.limit as usize {
+                        out.push(row_of(*bucket, block, r, &dim_cols, &metric_cols));
+                    }
+                    seen += 1;
                 }
             }
         } else {
@@ -1051,21 +1168,31 @@ impl MemoryEngine {
                 _ => None,
             };
             for (bi, (bucket, block)) in blocks.iter().enumerate() {
-                for r in 0..block.len() {
-                    if !filter.pass(|c| block.dims[c][r]) {
-                        continue;
+                let sel = select(&filter, block, &mut mask);
+                total += sel.count(&mask, block.len()) as u64;
+                let pos = |r: usize| ((bi as u64) << 32) | r as u64;
+                match single_metric {
+                    Some((col, desc)) => {
+                        // A tight loop over one column; most rows fall short of the current k-th best.
+                        for (r, &v) in block.metrics[col].iter().enumerate() {
+                            let key = if desc { u64::MAX - v } else { v };
+                            if top.would_take(key) && sel.has(&mask, r) {
+                                top.offer([key, 0, 0, 0, 0, 0], pos(r));
+                            }
+                        }
                     }
-                    total += 1;
-                    let key = match single_metric {
-                        Some((col, desc)) => {
-                            let v = block.metrics[col][r];
-                            [if desc { u64::MAX - v } else { v }, 0, 0, 0, 0, 0]
+                    None => {
+                        for r in 0..block.len() {
+                            if sel.has(&mask, r) {
+                                let key = order.key(
+                                    *bucket,
+                                    |d| block.dims[dim_cols[d]][r],
+                                    |m| block.metrics[metric_cols[m]][r],
+                                );
+                                top.offer(key, pos(r));
+                            }
                         }
-                        None => {
-                            order.key(*bucket, |d| block.dims[dim_cols[d]][r], |m| block.metrics[metric_cols[m]][r])
-                        }
-                    };
-                    top.offer(key, ((bi as u64) << 32) | r as u64);
+                    }
                 }
             }
             out = top

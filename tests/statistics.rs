@@ -1,0 +1,77 @@
+//! The statistics view's logic in headless Chromium: the address holds the whole view, grouping-set guidance,
+//! CSV export.
+
+#![cfg(target_arch = "wasm32")]
+
+use edge_api::stats::{Granularity, QueryEcho, StatsColumn, StatsResponse};
+use edge_console::pages::stats::{View, grouping_state, to_csv};
+use serde_json::json;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn the_view_round_trips_through_the_address() {
+    let params = |q: &str| -> Vec<(String, String)> {
+        q.trim_start_matches('?')
+            .split('&')
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.to_string(), js_sys::decode_uri_component(v).unwrap().as_string().unwrap()))
+            .collect()
+    };
+    let view = View {
+        preset: "custom".into(),
+        start: "2026-01-01T00:00:00".into(),
+        end: "2026-01-02T00:00:00".into(),
+        granularity: Some(Granularity::Hour),
+        dims: vec!["domain".into(), "country".into()],
+        metrics: vec!["hits".into()],
+        filters: "domain==a\\,b;country!=DE".into(),
+        sort: "-hits".into(),
+        page: 2,
+        compare: true,
+        stacked: true,
+    };
+    let p = params(&view.to_query());
+    let back = View::from_params(|k| p.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()));
+    assert_eq!(back, view);
+    let defaults = View::from_params(|_| None);
+    assert_eq!((defaults.preset.as_str(), defaults.dims.clone()), ("24h", vec!["country".to_string()]));
+}
+
+#[wasm_bindgen_test]
+fn grouping_guidance_names_what_can_be_added() {
+    let (valid, addable) = grouping_state(Granularity::Hour, &["country".into()]);
+    assert!(!valid, "country alone is not an hourly grouping set");
+    assert!(addable.contains(&"browser_name") && addable.contains(&"property"));
+    assert!(!addable.contains(&"device_os"), "no hourly set has country with device_os");
+    let (valid, _) = grouping_state(Granularity::FiveMinute, &["country".into()]);
+    assert!(valid);
+}
+
+#[wasm_bindgen_test]
+fn csv_export_quotes_what_needs_quoting() {
+    let r = StatsResponse {
+        query: QueryEcho {
+            starttime: String::new(),
+            endtime: String::new(),
+            start: 0,
+            limit: 2500,
+            dimensions: vec!["request_url".into()],
+            metrics: Some(vec!["hits".into()]),
+            granularity: None,
+            sortby: None,
+            filters: None,
+        },
+        columns: vec![
+            StatsColumn { name: "request_url".into(), column_type: Some("string".into()) },
+            StatsColumn { name: "hits".into(), column_type: Some("long".into()) },
+        ],
+        rows: vec![vec![json!("/a,b"), json!(3)], vec![json!("/say \"hi\""), json!(1)]],
+        total_results: 2,
+        uri: None,
+        next_uri: None,
+        prev_uri: None,
+    };
+    assert_eq!(to_csv(&r), "request_url,hits\n\"/a,b\",3\n\"/say \"\"hi\"\"\",1\n");
+}
