@@ -27,7 +27,8 @@ async fn the_statistics_view_follows_the_range_and_the_dimensions() -> anyhow::R
     // Country out (totals per hour), then domain in: the table and the chart's legend follow.
     h.click("button[data-dim=country]").await?;
     let after = h.wait_until(".pager .muted", |t| !t.is_empty() && t != before).await?;
-    assert_eq!(after, "1–48 of 48", "one row an hour for the two days of demo traffic");
+    // Two days of demo traffic ending at the last 5 minutes: 48 hourly buckets, 49 when it is not on the hour.
+    assert!(after == "1–48 of 48" || after == "1–49 of 49", "one row an hour of demo traffic: {after}");
     h.wait_until(".stats-table thead", |t| !t.to_lowercase().contains("country")).await?;
     h.click("button[data-dim=domain]").await?;
     h.wait_until(".stats-table thead", |t| t.to_lowercase().contains("domain")).await?;
