@@ -288,6 +288,7 @@ impl FromRequestParts<AppState> for Caller {
                 .await?
                 .filter(|u| u.enabled)
                 .ok_or_else(invalid)?;
+            check_same_origin(parts)?;
             touch_session(state, &mut session, false).await?;
             let role = role_of(&user)?;
             Caller { customer, user, role, session: Some(session) }
@@ -300,6 +301,36 @@ impl FromRequestParts<AppState> for Caller {
         parts.extensions.insert(caller.clone());
         Ok(caller)
     }
+}
+
+/// Refuses a request that changes something with the session cookie from another site (cross-site request
+/// forgery): its `Origin` must be this server's (the `Host` it was sent to), or, without an `Origin`, the
+/// browser must not mark it `Sec-Fetch-Site: cross-site`. The cookie is also `SameSite=Strict`.
+fn check_same_origin(parts: &Parts) -> AppResult<()> {
+    if matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS) {
+        return Ok(());
+    }
+    let refuse =
+        || AppError::Forbidden("Requests that change something must come from the console's own origin.".into());
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()));
+    match parts.headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
+        Some(origin) => {
+            let origin_host = origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'));
+            if origin_host.is_none() || origin_host != host {
+                return Err(refuse());
+            }
+        }
+        None => {
+            if parts.headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
+                return Err(refuse());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn role_of(user: &UserRecord) -> AppResult<Role> {

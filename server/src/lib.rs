@@ -128,6 +128,8 @@ pub fn app(state: AppState) -> Router {
         .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .layer(DefaultBodyLimit::max(state.settings.max_body_bytes));
     let timeout = state.settings.request_timeout;
+    let csp = HeaderValue::from_str(&web::content_security_policy(&state.settings.static_dir))
+        .unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"));
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
@@ -139,6 +141,7 @@ pub fn app(state: AppState) -> Router {
             HeaderValue::from_static("nosniff"),
         ))
         .layer(SetResponseHeaderLayer::if_not_present(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+        .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, csp))
         .layer(SetResponseHeaderLayer::if_not_present(
             HeaderName::from_static("x-frame-options"),
             HeaderValue::from_static("DENY"),

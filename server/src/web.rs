@@ -88,6 +88,28 @@ pub fn redact_path(path: &str) -> String {
     out.join("/")
 }
 
+/// The Content-Security-Policy of the console: its own scripts and WebAssembly only, plus trunk's inline
+/// loader script by its hash (read from index.html), no framing.
+pub fn content_security_policy(static_dir: &std::path::Path) -> String {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let index = std::fs::read_to_string(static_dir.join("index.html")).unwrap_or_default();
+    let mut hashes = String::new();
+    let mut rest = index.as_str();
+    while let Some(start) = rest.find("<script type=\"module\">") {
+        let body = &rest[start + "<script type=\"module\">".len()..];
+        let Some(end) = body.find("</script>") else { break };
+        let digest = Sha256::digest(&body.as_bytes()[..end]);
+        hashes.push_str(&format!(" 'sha256-{}'", base64::engine::general_purpose::STANDARD.encode(digest)));
+        rest = &body[end..];
+    }
+    format!(
+        "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'{hashes}; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

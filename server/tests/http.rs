@@ -105,3 +105,99 @@ async fn openapi_documents_every_session_operation_with_the_customer_parameter()
         }
     }
 }
+
+#[tokio::test]
+async fn changes_with_the_session_cookie_must_come_from_the_consoles_origin() {
+    let app = TestApp::new().await;
+    let id = app.login("acme", "alice", PASSWORD).await;
+    let keep_alive = |origin: Option<&str>, site: Option<&str>| {
+        let mut r =
+            req(Method::PUT, &format!("/acme/v1/sessions/{id}")).cookie(&id).header("host", "console.example:8443");
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if let Some(s) = site {
+            r = r.header("sec-fetch-site", s);
+        }
+        r.done()
+    };
+    assert_eq!(
+        app.send(keep_alive(Some("https://console.example:8443"), Some("same-origin"))).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(app.send(keep_alive(None, None)).await.status, StatusCode::OK, "non-browser clients send no Origin");
+    for (origin, site) in [(Some("https://evil.example"), None), (Some("null"), None), (None, Some("cross-site"))] {
+        let reply = app.send(keep_alive(origin, site)).await;
+        assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+        assert!(reply.body["message"].as_str().unwrap().contains("console's own origin"));
+    }
+    // Reading is not refused, and neither are Basic credentials (a browser does not send them by itself).
+    let reply = app
+        .send(
+            req(Method::GET, &format!("/acme/v1/sessions/{id}"))
+                .cookie(&id)
+                .header("origin", "https://evil.example")
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = app
+        .send(
+            req(Method::PUT, "/acme/v1/account")
+                .basic("alice", PASSWORD)
+                .header("origin", "https://evil.example")
+                .json(&serde_json::json!({"display_name": "x"}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_console_is_served_with_a_content_security_policy_that_admits_only_its_own_code() {
+    let app = TestApp::new().await;
+    let reply = app.send(req(Method::GET, "/acme/stats").done()).await;
+    let csp = reply.headers.get(header::CONTENT_SECURITY_POLICY).unwrap().to_str().unwrap();
+    for part in
+        ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "frame-ancestors 'none'", "object-src 'none'"]
+    {
+        assert!(csp.contains(part), "{csp}");
+    }
+}
+
+#[test]
+fn the_policy_admits_trunks_inline_loader_by_its_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("index.html"),
+        "<html><script type=\"module\">import init from '/a.js';\n</script></html>",
+    )
+    .unwrap();
+    let csp = edge_server::web::content_security_policy(dir.path());
+    // sha256 of "import init from '/a.js';\n", base64
+    use base64::Engine;
+    use sha2::Digest;
+    let expected =
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(b"import init from '/a.js';\n"));
+    assert!(csp.contains(&format!("'sha256-{expected}'")), "{csp}");
+}
+
+#[tokio::test]
+async fn hostile_bodies_get_a_clear_400_and_change_nothing() {
+    let app = TestApp::new().await;
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let mut not_utf8 = b"{\"username\":\"".to_vec();
+    not_utf8.extend([0xff, 0xfe, b'"', b'}']);
+    for body in [deep.into_bytes(), not_utf8, b"{\"username\": \"x\", \"username\": ".to_vec()] {
+        let reply = app
+            .send(req(Method::POST, "/acme/v1/users").basic("alice", PASSWORD).raw("application/json", body).done())
+            .await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_json");
+    }
+    let reply = app.send(req(Method::GET, "/acme/v1/users").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["total"], 1, "nothing was created");
+    // A cookie with odd characters is just an unknown session.
+    let reply =
+        app.send(req(Method::GET, "/acme/v1/users").header("cookie", "authtoken=\"><script>; other=1").done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+}

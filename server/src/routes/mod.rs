@@ -31,7 +31,9 @@ use crate::AppState;
     info(
         title = "Edge Delivery Management and Statistics API",
         description = "The API behind Edge Console. Every path is relative to `/{customer}/v1`. Non-2xx answers carry \
-                       `{\"type\", \"message\", \"details\"}` (cache purge and transactions keep their own body).",
+                       `{\"type\", \"message\", \"details\"}` (cache purge and transactions keep their own body). \
+                       A change authenticated by the session cookie must come from the console's own origin \
+                       (`Origin` equal to the `Host`), else 403 `forbidden`.",
         version = "v1"
     ),
     modifiers(&Security),
