@@ -315,3 +315,25 @@ async fn each_change_is_a_task_that_runs_then_completes() {
         app.send(req(Method::GET, &task_uri.replace("/acme/", "/globex/")).basic("gina", PASSWORD).done()).await;
     assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_additions_to_one_list_all_succeed() {
+    let app = TestApp::new().await;
+    let list = create(&app, "L", "IP", &[]).await;
+    let uri = list["uri"].as_str().unwrap().to_string();
+    let mut handles = Vec::new();
+    for i in 0..32u32 {
+        let router = app.router.clone();
+        let body = json!([{"entry": std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string()}]);
+        let request = req(Method::POST, &format!("{uri}/entries")).basic("alice", PASSWORD).json(&body).done();
+        handles.push(tokio::spawn(async move {
+            use tower::ServiceExt;
+            router.oneshot(request).await.unwrap().status()
+        }));
+    }
+    for h in handles {
+        assert_eq!(h.await.unwrap(), StatusCode::OK, "every concurrent addition is accepted");
+    }
+    let reply = app.send(req(Method::GET, &format!("{uri}/entries")).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["total"], 32);
+}

@@ -36,6 +36,13 @@ impl SqliteStore {
         sqlx::migrate!("./migrations").run(&pool).await.context("applying migrations")?;
         Ok(SqliteStore { pool })
     }
+
+    /// A transaction that takes the write lock at once (`BEGIN IMMEDIATE`), waiting up to the busy timeout for
+    /// it. A deferred transaction that reads and then writes fails with SQLITE_BUSY_SNAPSHOT when another
+    /// writer committed in between, and the busy timeout cannot help it.
+    async fn write_transaction(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
 }
 
 /// A case-insensitive LIKE pattern for "contains `search`", with `%`, `_` and `\\` in it matching themselves.
@@ -311,7 +318,7 @@ impl Store for SqliteStore {
     }
 
     async fn create_customer(&self, c: NewCustomer, users: &[NewUser], created_ms: i64) -> StoreResult<Customer> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let row = sqlx::query(
             "INSERT INTO customers (name, display_name, contact_email, created_ms) VALUES (?, ?, ?, ?) RETURNING *",
         )
@@ -385,7 +392,7 @@ impl Store for SqliteStore {
     }
 
     async fn update_user(&self, customer: CustomerId, id: &str, u: &UserUpdate) -> StoreResult<Option<UserRecord>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let row = sqlx::query(
             "UPDATE users SET username = COALESCE(?, username), full_name = COALESCE(?, full_name),
                               email = COALESCE(?, email), phone_number = COALESCE(?, phone_number),
@@ -414,7 +421,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM users WHERE customer_id = ? AND id = ?")
             .bind(customer)
             .bind(id)
@@ -435,7 +442,7 @@ impl Store for SqliteStore {
         hash: Option<&str>,
         keep_session: Option<&str>,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query("UPDATE users SET password_hash = ? WHERE customer_id = ? AND id = ?")
             .bind(hash)
             .bind(customer)
@@ -476,7 +483,7 @@ impl Store for SqliteStore {
     }
 
     async fn finish_password_reset(&self, token_hash: &str, hash: &str) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let row = sqlx::query("DELETE FROM password_resets WHERE token_hash = ? RETURNING *")
             .bind(token_hash)
             .fetch_optional(&mut *tx)
@@ -494,7 +501,7 @@ impl Store for SqliteStore {
     }
 
     async fn create_otp_seed(&self, seed: &OtpSeedRecord) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         sqlx::query("DELETE FROM otp_seeds WHERE user_id = ?").bind(&seed.user_id).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO otp_seeds (id, user_id, secret, created_ms) VALUES (?, ?, ?, ?)")
             .bind(&seed.id)
@@ -526,7 +533,7 @@ impl Store for SqliteStore {
     }
 
     async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query(
             "UPDATE users SET otp_enabled = 1, otp_secret = ?, otp_last_step = ? WHERE id = ? AND otp_enabled = 0",
         )
@@ -630,7 +637,7 @@ impl Store for SqliteStore {
         first: &ConfigVersionRecord,
         task: &TaskRecord,
     ) -> StoreResult<PropertyRecord> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let id: i64 =
             sqlx::query_scalar("INSERT INTO properties (customer_id, name, version) VALUES (?, ?, ?) RETURNING id")
                 .bind(customer)
@@ -652,7 +659,7 @@ impl Store for SqliteStore {
         next: &ConfigVersionRecord,
         task: &TaskRecord,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query("UPDATE properties SET version = ? WHERE id = ? AND version = ?")
             .bind(next.version as i64)
             .bind(property_id)
@@ -689,7 +696,7 @@ impl Store for SqliteStore {
     }
 
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord) -> StoreResult<i64> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         insert_task(&mut tx, task).await?;
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO purge_transactions (customer_id, task_id, action, uri_count, uris, username)
@@ -767,7 +774,7 @@ impl Store for SqliteStore {
         entries: &[EntryRecord],
         task: &TaskRecord,
     ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         sqlx::query(
             "INSERT INTO network_lists (id, customer_id, name, type, description, deprecated, created_ms)
              VALUES (?, ?, ?, ?, ?, 0, ?)",
@@ -813,7 +820,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_network_list(&self, customer: CustomerId, id: &str, task: &TaskRecord) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM network_lists WHERE customer_id = ? AND id = ?")
             .bind(customer)
             .bind(id)
@@ -835,7 +842,7 @@ impl Store for SqliteStore {
         modified_ms: i64,
         task: &TaskRecord,
     ) -> StoreResult<AddedEntries> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let added = insert_entries(&mut tx, list_id, entries).await?;
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM network_list_entries WHERE list_id = ?")
             .bind(list_id)
@@ -903,7 +910,7 @@ impl Store for SqliteStore {
         modified_ms: i64,
         task: &TaskRecord,
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM network_list_entries WHERE list_id = ? AND id = ?")
             .bind(list_id)
             .bind(entry_id)
@@ -919,7 +926,7 @@ impl Store for SqliteStore {
     }
 
     async fn clear_entries(&self, list_id: &str, modified_ms: i64, task: &TaskRecord) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_transaction().await?;
         let done =
             sqlx::query("DELETE FROM network_list_entries WHERE list_id = ?").bind(list_id).execute(&mut *tx).await?;
         touch_list(&mut tx, list_id, modified_ms).await?;
