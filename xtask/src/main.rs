@@ -17,7 +17,10 @@ const USAGE: &str = "usage:
   cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask bench stats [--ingest N]
-                                     statistics: our server (HTTP) against DuckDB on the same 20M+ rows";
+                                     statistics: our server (HTTP) against DuckDB on the same 20M+ rows
+  cargo xtask fuzz-api [--examples N] [--min-requests N]
+                                     schemathesis against every operation of /openapi.json on a demo server
+                                     (default 25 examples per operation, at least 2,000 requests)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
         Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
+        Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -93,16 +97,22 @@ fn serve(server_args: &[String]) -> Result<ExitCode> {
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// A Python virtual environment under target/tools with `package` (from PyPI) installed; returns its bin dir.
+fn python_venv(name: &str, package: &str, module: &str) -> Result<PathBuf> {
+    let venv = root().join("target/tools").join(name);
+    let python = venv.join("bin/python");
+    let has_it = Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
+    if !has_it {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", package]))?;
+    }
+    Ok(venv.join("bin"))
+}
+
 /// The statistics benchmark: builds the server and the bench in release, installs DuckDB (PyPI) in a virtual
 /// environment under target/tools, and runs it.
 fn bench_stats(extra: &[String]) -> Result<ExitCode> {
-    let venv = root().join("target/tools/bench-venv");
-    let python = venv.join("bin/python");
-    let has_duckdb = Command::new(&python).args(["-c", "import duckdb"]).status().is_ok_and(|s| s.success());
-    if !has_duckdb {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", "duckdb"]))?;
-    }
+    let bin = python_venv("bench-venv", "duckdb", "duckdb")?;
     run(cargo().args(["build", "--release", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
     run(Command::new(root().join("target/release/edge-bench"))
         .args(["stats", "--work"])
@@ -110,9 +120,27 @@ fn bench_stats(extra: &[String]) -> Result<ExitCode> {
         .arg("--server")
         .arg(root().join("target/release/edge-server"))
         .arg("--python")
-        .arg(&python)
+        .arg(bin.join("python"))
         .args(extra))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The schemathesis version `fuzz-api` installs.
+const SCHEMATHESIS: &str = "schemathesis==4.32.5";
+
+/// The command of the API contract fuzzing (schemathesis against a fresh demo server, debug builds).
+fn fuzz_api_command(extra: &[String]) -> Result<Command> {
+    let bin = python_venv("fuzz-venv", SCHEMATHESIS, "schemathesis")?;
+    run(cargo().args(["build", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
+    let mut cmd = Command::new(root().join("target/debug/edge-bench"));
+    cmd.args(["fuzz-api", "--work"])
+        .arg(root().join("target/fuzz-api"))
+        .arg("--server")
+        .arg(root().join("target/debug/edge-server"))
+        .arg("--schemathesis")
+        .arg(bin.join("st"))
+        .args(extra);
+    Ok(cmd)
 }
 
 /// One step of the test run and the summary lines its runner printed.
@@ -136,7 +164,9 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             println!("{line}");
             // Runners with nothing to run (doc-tests, empty binaries) add nothing to the summary.
-            if line.trim_start().starts_with("test result:") && !line.contains(" 0 passed; 0 failed;") {
+            let line_ = line.trim_start();
+            let counts = line_.starts_with("test result:") && !line.contains(" 0 passed; 0 failed;");
+            if counts || line_.starts_with("fuzz-api: ") {
                 summary.push(line.trim().to_string());
             }
         }
@@ -179,6 +209,14 @@ fn test() -> Result<ExitCode> {
             .env("CHROMEDRIVER", &tools.chromedriver)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
     ));
+    match fuzz_api_command(&["--examples".into(), "3".into(), "--min-requests".into(), "300".into()]) {
+        Ok(mut cmd) => steps.push(test_step("API contract fuzzing (schemathesis, short)", &mut cmd)),
+        Err(e) => steps.push(Step {
+            name: "API contract fuzzing (schemathesis, short)",
+            ok: false,
+            summary: vec![format!("{e:#}")],
+        }),
+    }
     let built = build_console(&tools);
     if let Err(e) = &built {
         steps.push(Step { name: "console build (trunk --release)", ok: false, summary: vec![format!("{e:#}")] });

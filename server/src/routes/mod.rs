@@ -91,14 +91,10 @@ pub fn api() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 
-/// The OpenAPI document, with the `{customer}` path parameter declared on every operation.
+/// The OpenAPI document, with the `{customer}` path parameter and the answers every operation can get from the
+/// layers around its handler declared on every operation.
 pub fn openapi_document() -> openapi::OpenApi {
     let (_, mut doc) = api().split_for_parts();
-    add_customer_parameter(&mut doc);
-    doc
-}
-
-fn add_customer_parameter(doc: &mut openapi::OpenApi) {
     let customer: Parameter = ParameterBuilder::new()
         .name("customer")
         .parameter_in(ParameterIn::Path)
@@ -124,6 +120,53 @@ fn add_customer_parameter(doc: &mut openapi::OpenApi) {
             if !params.iter().any(|p| p.name == "customer") {
                 params.insert(0, customer.clone());
             }
+            add_common_responses(op);
         }
+    }
+    doc
+}
+
+/// Answers that come from the shared layers rather than the handler (customer lookup, authentication, roles,
+/// the same-origin check, login throttling, body limits, extractors), added where the operation does not
+/// describe them itself.
+fn add_common_responses(op: &mut openapi::path::Operation) {
+    // Purge and its transactions answer every failure in their own body and document each status themselves.
+    if op.tags.as_ref().is_some_and(|tags| tags.iter().any(|t| t == "purge")) {
+        return;
+    }
+    let public = op.security.as_ref().is_some_and(|reqs| reqs.iter().all(|r| *r == Default::default()));
+    let takes_input = op.request_body.is_some() || op.parameters.as_ref().is_some_and(|p| p.len() > 1);
+    let mut common: Vec<(&str, &str)> =
+        vec![("404", "No such customer, or no such resource (also a resource of another customer)")];
+    if takes_input {
+        common.push((
+            "400",
+            "Malformed request: bad query or path parameters (`invalid_parameter`) or JSON (`invalid_json`)",
+        ));
+    }
+    if !public {
+        common.extend([
+            ("401", "Missing or wrong credentials, or an expired session"),
+            (
+                "403",
+                "The caller's role does not allow this, or a change with the session cookie came from another origin",
+            ),
+            ("429", "Too many failed logins with these Basic credentials; see Retry-After"),
+        ]);
+    }
+    if op.request_body.is_some() {
+        common.extend([("413", "The body is over the size limit"), ("415", "The body's Content-Type is not accepted")]);
+    }
+    for (status, description) in common {
+        op.responses.responses.entry(status.to_string()).or_insert_with(|| {
+            openapi::ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    openapi::ContentBuilder::new().schema(Some(openapi::Ref::from_schema_name("ErrorBody"))).build(),
+                )
+                .build()
+                .into()
+        });
     }
 }

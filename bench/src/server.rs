@@ -1,0 +1,100 @@
+//! A server process for a measurement: started on a loopback port the system picks, with its own data dir,
+//! and stopped with SIGTERM when dropped.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context, Result, bail};
+
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+}
+
+impl Server {
+    /// Starts `edge-server serve` on `data_dir` with `extra` flags (and `env`), and waits until it answers.
+    pub fn start(binary: &Path, data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Result<Server> {
+        let mut cmd = Command::new(binary);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Server::wait_for_address(
+            cmd.spawn().with_context(|| format!("starting {}", binary.display()))?,
+            "Edge Console: ",
+        )
+    }
+
+    /// Takes over a started child that prints `<prefix>http://ADDR/` on stdout when it listens.
+    pub fn wait_for_address(mut child: Child, prefix: &str) -> Result<Server> {
+        let stdout = child.stdout.take().context("the server's stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(addr) = line.strip_prefix(prefix) {
+                        break addr.trim_end_matches('/').to_string();
+                    }
+                }
+                _ => {
+                    let status = child.wait()?;
+                    bail!("the server stopped before it listened ({status})");
+                }
+            }
+        };
+        // Keep reading its output so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Ok(Server { child, base })
+    }
+
+    /// Whether the process is still running and answers /healthz.
+    pub fn healthy(&mut self) -> bool {
+        let alive = matches!(self.child.try_wait(), Ok(None));
+        alive && ureq::get(&format!("{}/healthz", self.base)).timeout(Duration::from_secs(10)).call().is_ok()
+    }
+
+    /// Logs in with Basic credentials and returns the `Cookie` header value of the new session.
+    pub fn login(&self, customer: &str, user: &str, password: &str) -> Result<String> {
+        let auth = format!("Basic {}", b64(&format!("{user}:{password}")));
+        let reply = ureq::post(&format!("{}/{customer}/v1/sessions", self.base))
+            .set("Authorization", &auth)
+            .call()
+            .with_context(|| format!("logging in as {user}"))?;
+        let session: serde_json::Value = serde_json::from_str(&reply.into_string()?)?;
+        Ok(format!("authtoken={}", session["id"].as_str().context("session id")?))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn b64(s: &str) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let b = s.as_bytes();
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n =
+            (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,553 @@
+//! `edge-bench stats`: generates a large reproducible statistics dataset (over 20 million rollup rows and two
+//! million raw events), loads the same rows into our store and into DuckDB, runs representative queries
+//! through our HTTP API and in DuckDB side by side, and prints the medians and their ratio; then measures
+//! ingestion through the HTTP API against DuckDB reading the same NDJSON file.
+//!
+//! Usage: edge-bench stats --work DIR --server PATH/edge-server --python PATH/python3 [--ingest N]
+
+use std::{
+    fmt::Write as _,
+    fs::File,
+    io::{BufWriter, Write},
+    path::Path,
+    process::Command,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+
+use crate::{Args, server::Server};
+use edge_api::stats::{Family, Granularity, format_time};
+use edge_server::{
+    AppState, Settings, admin,
+    clock::SystemClock,
+    stats::{SecurityRecord, StatsEngine, dim_id, memory::MemoryEngine},
+};
+
+const PASSWORD: &str = "benchmark-password";
+const DAY: i64 = 86_400_000;
+const RUNS: usize = 15;
+const WARMUP: usize = 3;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const STATUS: [u16; 12] = [200, 201, 204, 301, 302, 304, 400, 403, 404, 500, 502, 503];
+
+fn country(i: u64) -> String {
+    format!("Country {i:02}")
+}
+fn property(i: u64) -> String {
+    format!("prop-{i:02}")
+}
+fn domain(i: u64) -> String {
+    format!("d{i:03}.example")
+}
+
+/// One grouping set of the dataset: its table name (DuckDB), family, granularity, dimensions, time range and
+/// the rows' dimension values for a bucket.
+struct Set {
+    table: &'static str,
+    family: Family,
+    granularity: Granularity,
+    dims: [&'static str; 3],
+    n_dims: usize,
+    start: i64,
+    end: i64,
+    /// Dimension value combinations per bucket: (values, keep probability in 1/1000).
+    combos: Vec<Vec<String>>,
+    density: u64,
+}
+
+fn sets(end: i64) -> Vec<Set> {
+    let cp: Vec<Vec<String>> = (0..60).flat_map(|c| (0..50).map(move |p| vec![country(c), property(p)])).collect();
+    let ds: Vec<Vec<String>> =
+        (0..250).flat_map(|d| STATUS.iter().map(move |s| vec![domain(d), s.to_string()])).collect();
+    let dc: Vec<Vec<String>> = (0..250).flat_map(|d| (0..60).map(move |c| vec![domain(d), country(c)])).collect();
+    let urls: Vec<Vec<String>> =
+        (0..50).flat_map(|p| (0..3000).map(move |u| vec![property(p), format!("/p/{u}")])).collect();
+    let week = end - 7 * DAY;
+    let month = end - 31 * DAY;
+    vec![
+        Set {
+            table: "r5_cp",
+            family: Family::Delivery,
+            granularity: Granularity::FiveMinute,
+            dims: ["country", "property", ""],
+            n_dims: 2,
+            start: week,
+            end,
+            combos: cp.clone(),
+            density: 1000,
+        },
+        Set {
+            table: "r5_ds",
+            family: Family::Delivery,
+            granularity: Granularity::FiveMinute,
+            dims: ["domain", "http_status_code", ""],
+            n_dims: 2,
+            start: week,
+            end,
+            combos: ds.clone(),
+            density: 660,
+        },
+        Set {
+            table: "rh_ds",
+            family: Family::Delivery,
+            granularity: Granularity::Hour,
+            dims: ["domain", "http_status_code", ""],
+            n_dims: 2,
+            start: month,
+            end,
+            combos: ds,
+            density: 1000,
+        },
+        Set {
+            table: "rh_cp",
+            family: Family::Delivery,
+            granularity: Granularity::Hour,
+            dims: ["country", "property", ""],
+            n_dims: 2,
+            start: month,
+            end,
+            combos: cp,
+            density: 1000,
+        },
+        Set {
+            table: "rd_dc",
+            family: Family::Delivery,
+            granularity: Granularity::Day,
+            dims: ["domain", "country", ""],
+            n_dims: 2,
+            start: end - 365 * DAY,
+            end,
+            combos: dc,
+            density: 300,
+        },
+        Set {
+            table: "urls",
+            family: Family::TopKUrl,
+            granularity: Granularity::Day,
+            dims: ["property", "request_url", ""],
+            n_dims: 2,
+            start: end - 30 * DAY,
+            end,
+            combos: urls,
+            density: 1000,
+        },
+    ]
+}
+
+fn csv_time(ms: i64) -> String {
+    format_time(ms).replace('T', " ")
+}
+
+/// Generates the rollup rows of every set, loads them into `engine` and writes them as CSV for DuckDB.
+fn generate(engine: &MemoryEngine, customer: i64, end: i64, csv_dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for set in sets(end) {
+        let mut rng = Rng(set.table.bytes().fold(17, |h, b| h * 31 + u64::from(b)));
+        let step = set.granularity.millis();
+        let mut csv = BufWriter::with_capacity(1 << 22, File::create(csv_dir.join(format!("{}.csv", set.table)))?);
+        let dims = &set.dims[..set.n_dims];
+        let metric_names: &[&str] =
+            if set.family == Family::TopKUrl { &["hits"] } else { &edge_api::stats::DELIVERY_METRICS };
+        writeln!(csv, "ts,{},{}", dims.join(","), metric_names.join(","))?;
+        let mut rows = Vec::new();
+        let mut bucket = set.start - set.start.rem_euclid(step);
+        while bucket < set.end {
+            let ts = csv_time(bucket);
+            for combo in &set.combos {
+                if rng.below(1000) >= set.density {
+                    continue;
+                }
+                let hits = 1 + rng.below(5000);
+                let metrics: Vec<u64> = if set.family == Family::TopKUrl {
+                    vec![hits]
+                } else {
+                    let bytes = hits * (2_000 + rng.below(200_000));
+                    vec![
+                        bytes / 10,
+                        hits,
+                        bytes,
+                        bytes / 5,
+                        bytes / 3,
+                        hits * (20 + rng.below(200)),
+                        hits * (5 + rng.below(50)),
+                        hits * (30 + rng.below(300)),
+                    ]
+                };
+                write!(csv, "{ts}")?;
+                for v in combo {
+                    write!(csv, ",{v}")?;
+                }
+                for m in &metrics {
+                    write!(csv, ",{m}")?;
+                }
+                writeln!(csv)?;
+                rows.push((bucket, combo.clone(), metrics));
+            }
+            if rows.len() > 1_000_000 {
+                total += engine.bulk_load(customer, set.family, set.granularity, dims, rows.drain(..))?;
+            }
+            bucket += step;
+        }
+        total += engine.bulk_load(customer, set.family, set.granularity, dims, rows.drain(..))?;
+        csv.flush()?;
+    }
+    Ok(total)
+}
+
+const EVENT_COLUMNS: [&str; 7] =
+    ["client_ip", "client_country_code", "event_action", "rule_id", "event_severity", "domain", "request_path"];
+
+fn generate_events(engine: &MemoryEngine, customer: i64, end: i64, n: u64, csv_dir: &Path) -> Result<()> {
+    let mut rng = Rng(99);
+    let start = end - end.rem_euclid(DAY) - 3 * DAY;
+    let span = (end - start) as u64;
+    let mut csv = BufWriter::with_capacity(1 << 22, File::create(csv_dir.join("events.csv"))?);
+    writeln!(csv, "ts,{}", EVENT_COLUMNS.join(","))?;
+    let mut batch = Vec::with_capacity(100_000);
+    for i in 0..n {
+        let ts = start + (i * span / n) as i64;
+        let values = [
+            format!("198.51.{}.{}", rng.below(256), rng.below(256)),
+            country(rng.below(60))[8..].to_string(),
+            ["BLOCK", "WARN", "RATE_LIMIT"][rng.below(3) as usize].to_string(),
+            format!("9{:05}", rng.below(400)),
+            ["LOW", "MEDIUM", "HIGH", "CRITICAL"][rng.below(4) as usize].to_string(),
+            domain(rng.below(250)),
+            format!("/path/{}", rng.below(5000)),
+        ];
+        writeln!(csv, "{},{}", csv_time(ts) + &format!(".{:03}", ts.rem_euclid(1000)), values.join(","))?;
+        batch.push(SecurityRecord {
+            ts_ms: ts,
+            dims: EVENT_COLUMNS.iter().zip(values).map(|(d, v)| (dim_id(d).unwrap_or(0), v)).collect(),
+        });
+        if batch.len() == 100_000 {
+            engine.bulk_load_events(customer, &batch)?;
+            batch.clear();
+        }
+    }
+    engine.bulk_load_events(customer, &batch)?;
+    csv.flush()?;
+    Ok(())
+}
+
+/// NDJSON access-log records for the ingestion measurement.
+fn write_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
+    let mut rng = Rng(5);
+    let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
+    let start = end - DAY;
+    for i in 0..n {
+        let ts = start + (i as i64 * DAY) / n as i64;
+        let hits = 1 + rng.below(20);
+        writeln!(
+            out,
+            r#"{{"timestamp":"{}","domain":"{}","property":"{}","country":"{}","country_code":"C{:02}","browser_name":"{}","device_type":"{}","device_os":"{}","content_type":"{}","request_type":"GET","cache_status":{},"gna_cache_status":1,"scheme":2,"http_status_code":{},"request_url":"/p/{}","hits":{hits},"last_mile_bandwidth_bytes":{},"request_time_ms":{}}}"#,
+            format_time(ts),
+            domain(rng.below(250)),
+            property(rng.below(50)),
+            country(rng.below(60)),
+            rng.below(60),
+            ["Chrome", "Safari", "Firefox", "Edge"][rng.below(4) as usize],
+            ["Desktop", "Mobile", "Tablet"][rng.below(3) as usize],
+            ["Windows", "macOS", "Android", "iOS"][rng.below(4) as usize],
+            ["text/html", "image/webp", "application/json"][rng.below(3) as usize],
+            1 + rng.below(4),
+            STATUS[rng.below(12) as usize],
+            rng.below(3000),
+            hits * 30_000,
+            hits * 40,
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+struct Query {
+    name: &'static str,
+    ours: String,
+    duck: Vec<String>,
+}
+
+fn queries(end: i64) -> Vec<Query> {
+    let t = |ms: i64| format_time(ms);
+    let d = |ms: i64| csv_time(ms);
+    let week = end - 7 * DAY;
+    let month = end - 30 * DAY;
+    let day = end - end.rem_euclid(DAY);
+    let events_from = day - 3 * DAY;
+    vec![
+        Query {
+            name: "5-minute, a week, by country/property",
+            ours: format!(
+                "/stats/data?starttime={}&endtime={}&dimensions=country,property&metrics=hits,last_mile_bandwidth_bytes&granularity=5minute",
+                t(week),
+                t(end)
+            ),
+            duck: vec![
+                format!(
+                    "SELECT ts, ts + INTERVAL 5 MINUTE, country, property, hits, last_mile_bandwidth_bytes FROM r5_cp WHERE ts >= '{}' AND ts < '{}' ORDER BY ts LIMIT 2500",
+                    d(week),
+                    d(end)
+                ),
+                format!("SELECT count(*) FROM r5_cp WHERE ts >= '{}' AND ts < '{}'", d(week), d(end)),
+            ],
+        },
+        Query {
+            name: "5-minute, a week, by country/property, sorted -hits",
+            ours: format!(
+                "/stats/data?starttime={}&endtime={}&dimensions=country,property&metrics=hits,last_mile_bandwidth_bytes&granularity=5minute&sortby=-hits",
+                t(week),
+                t(end)
+            ),
+            duck: vec![
+                format!(
+                    "SELECT ts, ts + INTERVAL 5 MINUTE, country, property, hits, last_mile_bandwidth_bytes FROM r5_cp WHERE ts >= '{}' AND ts < '{}' ORDER BY hits DESC LIMIT 2500",
+                    d(week),
+                    d(end)
+                ),
+                format!("SELECT count(*) FROM r5_cp WHERE ts >= '{}' AND ts < '{}'", d(week), d(end)),
+            ],
+        },
+        Query {
+            name: "hourly, a month, by domain/http_status_code, filtered",
+            ours: format!(
+                "/stats/data?starttime={}&endtime={}&dimensions=domain,http_status_code&metrics=hits,request_time_ms&granularity=hour&filters=http_status_code!%3D200;domain!%3Dd001.example",
+                t(month),
+                t(end)
+            ),
+            duck: vec![
+                format!(
+                    "SELECT ts, ts + INTERVAL 1 HOUR, domain, http_status_code, hits, request_time_ms FROM rh_ds WHERE ts >= '{}' AND ts < '{}' AND http_status_code <> 200 AND domain <> 'd001.example' ORDER BY ts LIMIT 2500",
+                    d(month),
+                    d(end)
+                ),
+                format!(
+                    "SELECT count(*) FROM rh_ds WHERE ts >= '{}' AND ts < '{}' AND http_status_code <> 200 AND domain <> 'd001.example'",
+                    d(month),
+                    d(end)
+                ),
+            ],
+        },
+        Query {
+            name: "daily top-20 URLs, 30 days",
+            ours: format!(
+                "/stats/topk/url/data?starttime={}&endtime={}&dimensions=customer,property,request_url&metrics=hits",
+                t(day - 30 * DAY),
+                t(day)
+            ),
+            duck: vec![format!(
+                "SELECT ts, property, request_url, hits FROM (SELECT *, row_number() OVER (PARTITION BY ts ORDER BY hits DESC) AS rn FROM urls WHERE ts >= '{}' AND ts < '{}') WHERE rn <= 20 ORDER BY ts, hits DESC",
+                d(day - 30 * DAY),
+                d(day)
+            )],
+        },
+        Query {
+            name: "security events, newest first, limit 10000",
+            ours: format!(
+                "/stats/security/events/data?starttime={}&endtime={}&dimensions={}&sortby=-event_timestamp_ms&limit=10000",
+                t(events_from),
+                t(end),
+                EVENT_COLUMNS.join(",")
+            ),
+            duck: vec![
+                format!(
+                    "SELECT ts, {} FROM events WHERE ts >= '{}' AND ts < '{}' ORDER BY ts DESC LIMIT 10000",
+                    EVENT_COLUMNS.join(", "),
+                    d(events_from),
+                    d(end)
+                ),
+                format!("SELECT count(*) FROM events WHERE ts >= '{}' AND ts < '{}'", d(events_from), d(end)),
+            ],
+        },
+    ]
+}
+
+const DUCKDB_SCRIPT: &str = r#"
+import json, sys, time, statistics
+import duckdb
+spec = json.load(open(sys.argv[1]))
+con = duckdb.connect()
+out = {"load_s": 0.0, "queries": [], "ingest": None}
+t0 = time.perf_counter()
+for table in spec["tables"]:
+    con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_csv('{spec['csv_dir']}/{table}.csv', header=true)")
+out["load_s"] = time.perf_counter() - t0
+for q in spec["queries"]:
+    times = []
+    for i in range(spec["warmup"] + spec["runs"]):
+        t = time.perf_counter()
+        for sql in q:
+            con.execute(sql).fetchall()
+        if i >= spec["warmup"]:
+            times.append((time.perf_counter() - t) * 1000)
+    out["queries"].append(statistics.median(times))
+if spec.get("ndjson"):
+    t = time.perf_counter()
+    con.execute(f"CREATE TABLE raw AS SELECT * FROM read_ndjson('{spec['ndjson']}')")
+    n = con.execute("SELECT count(*) FROM raw").fetchone()[0]
+    out["ingest"] = [n, time.perf_counter() - t]
+print(json.dumps(out))
+"#;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let work = args.path("--work")?;
+    let server = args.path("--server")?;
+    let python = args.path("--python")?;
+    let ingest_n: u64 = args.number("--ingest")?.unwrap_or(5_000_000);
+    let _ = std::fs::remove_dir_all(&work);
+    let (data, csv_dir) = (work.join("data"), work.join("csv"));
+    std::fs::create_dir_all(&csv_dir)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64;
+    let end = now - now.rem_euclid(300_000);
+
+    // 1. The dataset, into our store (written as a snapshot) and as CSV.
+    let t = Instant::now();
+    let rt = tokio::runtime::Runtime::new()?;
+    let (bench_id, rows, footprint) = rt.block_on(async {
+        let state = AppState::open(Settings::new(&data, work.join("none"))).await?;
+        admin::add_customer(&state, "bench", "admin", PASSWORD).await?;
+        admin::add_customer(&state, "ingest", "admin", PASSWORD).await?;
+        let customer = state.store.customer_by_name("bench").await?.context("bench customer")?;
+        drop(state);
+        let engine = MemoryEngine::open(&data, Arc::new(SystemClock))?;
+        let rows = generate(&engine, customer.id, end, &csv_dir)?;
+        generate_events(&engine, customer.id, end, 2_000_000, &csv_dir)?;
+        let footprint = engine.footprint();
+        engine.checkpoint()?;
+        anyhow::Ok((customer.id, rows, footprint))
+    })?;
+    let _ = bench_id;
+    println!(
+        "dataset: {rows} rollup rows and {} raw events, generated and loaded in {:.1} s",
+        footprint.event_rows,
+        t.elapsed().as_secs_f64()
+    );
+    println!(
+        "memory: {:.1} MiB, {:.0} bytes per stored row (rollup and event rows, with dictionaries)",
+        footprint.bytes as f64 / 1048576.0,
+        footprint.bytes as f64 / (footprint.rollup_rows + footprint.event_rows) as f64
+    );
+    let ndjson = work.join("access.ndjson");
+    write_ndjson(&ndjson, ingest_n, end)?;
+
+    // 2. Our server on that data.
+    let t = Instant::now();
+    let running = Server::start(&server, &data, &["--max-body-bytes", "33554432"], &[])?;
+    let base = running.base.clone();
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(600)).build();
+    println!("server started (snapshot loaded) in {:.1} s", t.elapsed().as_secs_f64());
+    let login = |customer: &str| running.login(customer, "admin", PASSWORD);
+    let cookie = login("bench")?;
+
+    // 3. The queries: ours through HTTP, DuckDB's in Python, the same rows, medians of 15 runs.
+    let qs = queries(end);
+    let mut ours = Vec::new();
+    for q in &qs {
+        let url = format!("{base}/bench/v1{}", q.ours);
+        let mut times = Vec::new();
+        let mut check = String::new();
+        for i in 0..WARMUP + RUNS {
+            let t = Instant::now();
+            let body = agent.get(&url).set("Cookie", &cookie).call().with_context(|| q.name)?.into_string()?;
+            if i >= WARMUP {
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            check = body;
+        }
+        let v: serde_json::Value = serde_json::from_str(&check)?;
+        anyhow::ensure!(
+            v["rows"].as_array().is_some_and(|r| !r.is_empty()),
+            "{}: no rows: {}",
+            q.name,
+            &check[..check.len().min(300)]
+        );
+        ours.push((median(times), v["total_results"].as_u64().unwrap_or(0), v["rows"].as_array().map_or(0, Vec::len)));
+    }
+    let spec = serde_json::json!({
+        "csv_dir": csv_dir,
+        "tables": ["r5_cp", "r5_ds", "rh_ds", "rh_cp", "rd_dc", "urls", "events"],
+        "queries": qs.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
+        "warmup": WARMUP,
+        "runs": RUNS,
+        "ndjson": ndjson,
+    });
+    let spec_path = work.join("duckdb.json");
+    std::fs::write(&spec_path, spec.to_string())?;
+    let script = work.join("duckdb_bench.py");
+    std::fs::write(&script, DUCKDB_SCRIPT)?;
+
+    // 4. Ingestion through our HTTP API (the other customer), before DuckDB reads the same file.
+    let ingest_cookie = login("ingest")?;
+    let text = std::fs::read_to_string(&ndjson)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let t = Instant::now();
+    let mut accepted = 0u64;
+    for chunk in lines.chunks(25_000) {
+        let body = chunk.join("\n");
+        let r = agent
+            .post(&format!("{base}/ingest/v1/ingest/accesslogs"))
+            .set("Cookie", &ingest_cookie)
+            .set("Content-Type", "application/x-ndjson")
+            .send_string(&body)?;
+        let v: serde_json::Value = serde_json::from_str(&r.into_string()?)?;
+        accepted += v["accepted"].as_u64().unwrap_or(0);
+    }
+    let ingest_s = t.elapsed().as_secs_f64();
+    anyhow::ensure!(accepted == ingest_n, "accepted {accepted} of {ingest_n}");
+    drop(running);
+
+    let out = Command::new(&python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
+    anyhow::ensure!(out.status.success(), "DuckDB side failed: {}", String::from_utf8_lossy(&out.stderr));
+    let duck: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+
+    let mut table = String::new();
+    let _ = writeln!(table, "| query | rows (total) | edge-server, HTTP (ms) | DuckDB (ms) | DuckDB / edge-server |");
+    let _ = writeln!(table, "|---|---|---|---|---|");
+    let mut all_faster = true;
+    for (i, q) in qs.iter().enumerate() {
+        let (ms, total, n) = ours[i];
+        let d = duck["queries"][i].as_f64().unwrap_or(f64::NAN);
+        all_faster &= ms < d;
+        let _ = writeln!(table, "| {} | {n} ({total}) | {ms:.2} | {d:.2} | {:.1}× |", q.name, d / ms);
+    }
+    let (dn, ds) = (duck["ingest"][0].as_f64().unwrap_or(0.0), duck["ingest"][1].as_f64().unwrap_or(f64::NAN));
+    println!();
+    print!("{table}");
+    println!();
+    println!("| ingestion of {ingest_n} access-log records (NDJSON) | records/s |");
+    println!("|---|---|");
+    println!("| edge-server, HTTP ingest (parsed, durable, into every rollup) | {:.0} |", ingest_n as f64 / ingest_s);
+    println!("| DuckDB read_ndjson into a table | {:.0} |", dn / ds);
+    println!();
+    println!("DuckDB loaded the CSV tables in {:.1} s.", duck["load_s"].as_f64().unwrap_or(0.0));
+    println!(
+        "{}",
+        if all_faster {
+            "edge-server was faster on every query."
+        } else {
+            "edge-server was NOT faster on every query."
+        }
+    );
+    Ok(())
+}
