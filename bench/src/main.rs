@@ -4,6 +4,7 @@
 //! them.
 
 mod fuzz;
+mod load;
 mod server;
 mod stats;
 
@@ -37,6 +38,9 @@ fn main() -> Result<()> {
     match command.as_str() {
         "stats" => stats::run(&args),
         "fuzz-api" => fuzz::run(&args),
+        "load" => load::run(&args),
+        // The baseline of `load`, in a process of its own.
+        "bare" => load::bare(),
         _ => bail!("{USAGE}"),
     }
 }

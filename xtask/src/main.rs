@@ -18,6 +18,9 @@ const USAGE: &str = "usage:
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask bench stats [--ingest N]
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
+  cargo xtask load [--seconds N] [--connections N]
+                                     a realistic request mix against a demo server, and a bare axum handler
+                                     for comparison (default 20 s each, 16 connections)
   cargo xtask fuzz-api [--examples N] [--min-requests N]
                                      schemathesis against every operation of /openapi.json on a demo server
                                      (default 25 examples per operation, at least 2,000 requests)";
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
         Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
+        Some("load") => load(&args[1..]),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
@@ -121,6 +125,18 @@ fn bench_stats(extra: &[String]) -> Result<ExitCode> {
         .arg(root().join("target/release/edge-server"))
         .arg("--python")
         .arg(bin.join("python"))
+        .args(extra))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The load test: release builds of the server and the load generator, run over loopback.
+fn load(extra: &[String]) -> Result<ExitCode> {
+    run(cargo().args(["build", "--release", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
+    run(Command::new(root().join("target/release/edge-bench"))
+        .args(["load", "--work"])
+        .arg(root().join("target/load"))
+        .arg("--server")
+        .arg(root().join("target/release/edge-server"))
         .args(extra))?;
     Ok(ExitCode::SUCCESS)
 }
