@@ -67,8 +67,9 @@ struct Client {
 
 impl Client {
     fn login(base: &str) -> Client {
+        use base64::Engine;
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(20)).build();
-        let basic = format!("Basic {}", base64_encode(&format!("alice:{PASSWORD}")));
+        let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("alice:{PASSWORD}")));
         let reply = agent.post(&format!("{base}/acme/v1/sessions")).set("Authorization", &basic).call().expect("login");
         let session: Value = reply.into_json().expect("session body");
         let id = session["id"].as_str().expect("session id");
@@ -83,23 +84,6 @@ impl Client {
         let reply = self.request("GET", path).call().unwrap_or_else(|e| panic!("GET {path}: {e}"));
         reply.into_json().expect("json body")
     }
-}
-
-fn base64_encode(text: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// What the server acknowledged, by kind of write.
