@@ -122,7 +122,7 @@ pub fn uri_problems(u: &PurgeUri, patterns: &[String]) -> Vec<String> {
         if exact {
             problems.push("cache_key_modifier_regex is allowed only with PREFIX_LITERAL".into());
         }
-        if regex.is_empty() || regex[..regex.len().saturating_sub(1)].contains('*') {
+        if regex.is_empty() || regex.strip_suffix('*').unwrap_or(regex).contains('*') {
             problems.push(format!("cache_key_modifier_regex {regex:?} may contain a wildcard * only at its end"));
         }
     }

@@ -32,7 +32,9 @@ use axum::{
     routing::get,
 };
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
-use tower_http::{set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trace::TraceLayer};
+use tower_http::{
+    catch_panic::CatchPanicLayer, set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trace::TraceLayer,
+};
 
 use crate::{
     clock::{Clock, SystemClock},
@@ -123,10 +125,7 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let (api, _) = routes::api().split_for_parts();
     let openapi = Arc::new(routes::openapi_document());
-    let api = api
-        .layer(middleware::from_fn(web::json_errors))
-        .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .layer(DefaultBodyLimit::max(state.settings.max_body_bytes));
+    let api = api_middleware(api, state.settings.max_body_bytes);
     let timeout = state.settings.request_timeout;
     let csp = HeaderValue::from_str(&web::content_security_policy(&state.settings.static_dir))
         .unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"));
@@ -158,6 +157,15 @@ pub fn app(state: AppState) -> Router {
                 .on_failure(()),
         )
         .with_state(state)
+}
+
+/// What wraps every API route: a body limit, no caching, and an error body in JSON for every failure — also
+/// for a handler that panicked, which answers 500 (503 on purge paths) instead of dropping the connection.
+pub fn api_middleware<S: Clone + Send + Sync + 'static>(api: Router<S>, max_body_bytes: usize) -> Router<S> {
+    api.layer(CatchPanicLayer::new())
+        .layer(middleware::from_fn(web::json_errors))
+        .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
 }
 
 /// A running server: its address, and a way to stop it.

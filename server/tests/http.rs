@@ -201,3 +201,80 @@ async fn hostile_bodies_get_a_clear_400_and_change_nothing() {
         app.send(req(Method::GET, "/acme/v1/users").header("cookie", "authtoken=\"><script>; other=1").done()).await;
     assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
 }
+
+async fn boom() -> &'static str {
+    panic!("a bug")
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_answers_500_json_and_the_server_goes_on() {
+    use axum::{Router, body::Body, routing::get};
+    use tower::ServiceExt;
+
+    let panicking = Router::new()
+        .route("/acme/v1/boom", get(boom))
+        .route("/acme/v1/cache/purge", get(boom))
+        .route("/acme/v1/fine", get(|| async { "fine" }));
+    let router = edge_server::api_middleware(panicking, 1024);
+    let send = |path: &'static str| {
+        let router = router.clone();
+        async move {
+            let res = router.oneshot(axum::http::Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+            let status = res.status();
+            let bytes = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default())
+        }
+    };
+    let (status, body) = send("/acme/v1/boom").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(body["type"], "internal_error", "{body}");
+    let (status, body) = send("/acme/v1/cache/purge").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(body["code"], 503, "purge keeps its own body: {body}");
+    assert_eq!(send("/acme/v1/fine").await.0, StatusCode::OK);
+}
+
+/// The narrowed parameter schemas say exactly what the handlers accept: every listed category answers, an
+/// unlisted one is 404; paging bounds are the handlers' bounds.
+#[tokio::test]
+async fn openapi_parameter_schemas_match_what_the_handlers_accept() {
+    let app = TestApp::new().await;
+    let doc = app.send(req(Method::GET, "/openapi.json").done()).await.body;
+    let param = |path: &str, name: &str| -> serde_json::Value {
+        let op = &doc["paths"][path]["get"];
+        let found = op["parameters"].as_array().unwrap().iter().find(|p| p["name"] == name).cloned();
+        found.unwrap_or_else(|| panic!("{path} documents {name}"))["schema"].clone()
+    };
+    for family in ["waf", "trafficshaping"] {
+        let path = format!("/{{customer}}/v1/stats/security/{family}/topk/{{category}}/dimensions");
+        let categories = param(&path, "category")["enum"].as_array().unwrap().clone();
+        assert!(categories.len() >= 3, "{family}: {categories:?}");
+        for c in categories {
+            let uri = format!("/acme/v1/stats/security/{family}/topk/{}/dimensions", c.as_str().unwrap());
+            let reply = app.send(req(Method::GET, &uri).basic("alice", PASSWORD).done()).await;
+            assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.body);
+        }
+        let uri = format!("/acme/v1/stats/security/{family}/topk/nosuch/dimensions");
+        assert_error(
+            &app.send(req(Method::GET, &uri).basic("alice", PASSWORD).done()).await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        );
+    }
+    let data = "/{customer}/v1/stats/data";
+    assert_eq!(param(data, "granularity")["enum"], serde_json::json!(["5minute", "hour", "day"]));
+    assert!(param(data, "starttime")["pattern"].as_str().unwrap().starts_with("^[0-9]{4}-"));
+    assert!(param(data, "metrics")["pattern"].as_str().unwrap().contains("hits"));
+    let users = "/{customer}/v1/users";
+    assert_eq!(
+        (param(users, "count")["minimum"].as_f64(), param(users, "count")["maximum"].as_f64()),
+        (Some(1.0), Some(1000.0))
+    );
+    for (query, status) in
+        [("count=1000", StatusCode::OK), ("count=1001", StatusCode::BAD_REQUEST), ("page=0", StatusCode::BAD_REQUEST)]
+    {
+        let reply =
+            app.send(req(Method::GET, &format!("/acme/v1/users?{query}")).basic("alice", PASSWORD).done()).await;
+        assert_eq!(reply.status, status, "{query}: {}", reply.body);
+    }
+}

@@ -180,7 +180,9 @@ async fn validation_reports_every_invalid_uri_and_accepts_nothing() {
     assert_eq!(reply.body, json!([]), "nothing was submitted");
     // A wildcard defined in the host patterns and EXPIRE with a cache key modifier are fine.
     let body = json!({"purge_request": {"action": "EXPIRE", "uris": [
-        {"uri_pattern": "*.img.shop.example/banners/", "match_mode": "PREFIX_LITERAL", "cache_key_modifier_regex": "lang=*"}
+        {"uri_pattern": "*.img.shop.example/banners/", "match_mode": "PREFIX_LITERAL", "cache_key_modifier_regex": "lang=*"},
+        // A modifier ending in a multi-byte character (found by the property tests: it once panicked).
+        {"uri_pattern": "www.shop.example/img/", "match_mode": "PREFIX_LITERAL", "cache_key_modifier_regex": "lang=é"}
     ]}});
     assert_eq!(app.send(post(&body)).await.status, StatusCode::SEE_OTHER);
 }
