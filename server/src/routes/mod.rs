@@ -102,7 +102,7 @@ pub fn openapi_document() -> openapi::OpenApi {
         .description(Some("Customer (account) name"))
         .schema(Some(openapi::ObjectBuilder::new().schema_type(openapi::schema::Type::String)))
         .build();
-    for item in doc.paths.paths.values_mut() {
+    for (path, item) in doc.paths.paths.iter_mut() {
         for op in [
             &mut item.get,
             &mut item.put,
@@ -121,9 +121,35 @@ pub fn openapi_document() -> openapi::OpenApi {
                 params.insert(0, customer.clone());
             }
             add_common_responses(op);
+            tighten_parameters(path, op);
         }
     }
     doc
+}
+
+/// Narrows the schemas of parameters whose accepted values the handlers check themselves (they are all read
+/// as text, to answer bad values with a message of our own): paging bounds everywhere, and the statistics
+/// vocabulary of each statistics path. Clients and contract fuzzers then know what a valid request is.
+fn tighten_parameters(path: &str, op: &mut openapi::path::Operation) {
+    for param in op.parameters.iter_mut().flatten() {
+        let schema = match (param.parameter_in.clone(), param.name.as_str()) {
+            (ParameterIn::Query, "page") => Some(integer(1, None)),
+            (ParameterIn::Query, "count") => Some(integer(1, Some(paging::MAX_COUNT))),
+            _ => stats::parameter_schema(path, &param.name),
+        };
+        if let Some(schema) = schema {
+            param.schema = Some(schema.into());
+        }
+    }
+}
+
+fn integer(minimum: u64, maximum: Option<u64>) -> openapi::Object {
+    openapi::ObjectBuilder::new()
+        .schema_type(openapi::schema::Type::Integer)
+        .format(Some(openapi::SchemaFormat::KnownFormat(openapi::KnownFormat::Int64)))
+        .minimum(Some(minimum as f64))
+        .maximum(maximum.map(|m| m as f64))
+        .build()
 }
 
 /// Answers that come from the shared layers rather than the handler (customer lookup, authentication, roles,

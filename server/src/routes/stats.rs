@@ -13,11 +13,12 @@ use axum::{
 use edge_api::{
     ErrorBody,
     stats::{
-        DimensionList, Family, GroupingList, IngestResult, MetricList, Query, RawQuery, StatsResponse, format_time,
-        validate,
+        self, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
+        StatsResponse, format_time, validate,
     },
 };
 use serde::Deserialize;
+use utoipa::openapi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
@@ -28,6 +29,69 @@ use crate::{
     extract,
     stats::{Answer, Cell, QueryError, ingest},
 };
+
+/// The families a statistics path answers for (every category of a `{category}` path); none for other paths.
+fn families_of_path(path: &str) -> Vec<Family> {
+    let Some(rest) = path.split_once("/stats").map(|(_, r)| r) else { return Vec::new() };
+    let categories = |waf: bool, table: &[(&'static str, &'static str)]| -> Vec<Family> {
+        table.iter().filter_map(|(c, _)| Family::topk(waf, c)).collect()
+    };
+    let prefixes: [(&str, Vec<Family>); 8] = [
+        ("/security/waf/topk/", categories(true, &stats::WAF_CATEGORIES)),
+        ("/security/trafficshaping/topk/", categories(false, &stats::SHAPING_CATEGORIES)),
+        ("/security/waf/trends", vec![Family::WafTrends]),
+        ("/security/request/trends", vec![Family::RequestTrends]),
+        ("/security/trafficshaping/trends", vec![Family::ShapingTrends]),
+        ("/security/events", vec![Family::Events]),
+        ("/topk/", vec![Family::TopKUrl]),
+        ("", vec![Family::Delivery]),
+    ];
+    prefixes.into_iter().find(|(p, _)| rest.starts_with(p)).map(|(_, f)| f).unwrap_or_default()
+}
+
+/// The schema of a statistics parameter, for the OpenAPI document: the categories, granularities,
+/// dimensions and metrics each path accepts, and the time format.
+pub fn parameter_schema(path: &str, name: &str) -> Option<openapi::Object> {
+    let families = families_of_path(path);
+    if families.is_empty() {
+        return None;
+    }
+    let union = |names: &mut dyn Iterator<Item = &'static str>| {
+        let mut v: Vec<&str> = names.collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let list_of = |names: Vec<&str>, signed: bool| {
+        let one = format!("{}({})", if signed { "-?" } else { "" }, names.join("|"));
+        text().pattern(Some(format!("^{one}(,{one})*$"))).build()
+    };
+    let dims = union(&mut families.iter().flat_map(|f| f.dimensions()));
+    let metrics = union(&mut families.iter().flat_map(|f| f.metrics()));
+    Some(match name {
+        "category" => {
+            let categories = families.iter().filter_map(|f| match f {
+                Family::WafTopK(c) | Family::ShapingTopK(c) => Some(*c),
+                Family::TopKUrl => Some("url"),
+                _ => None,
+            });
+            text().enum_values(Some(union(&mut categories.into_iter()))).build()
+        }
+        "granularity" => text().enum_values(Some(Granularity::ALL.map(Granularity::as_str))).build(),
+        "starttime" | "startime" | "endtime" => {
+            text().pattern(Some(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?$")).build()
+        }
+        "start" | "limit" => text().pattern(Some("^[0-9]{1,9}$")).build(),
+        "dimensions" if !dims.is_empty() => list_of(dims, false),
+        "metrics" if !metrics.is_empty() => list_of(metrics, false),
+        "sortby" => list_of([dims, metrics, vec!["starttime", "endtime"]].concat(), true),
+        _ => return None,
+    })
+}
+
+fn text() -> openapi::ObjectBuilder {
+    openapi::ObjectBuilder::new().schema_type(openapi::schema::Type::String)
+}
 
 /// Runs a query of `family` and writes the answer.
 async fn run(
