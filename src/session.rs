@@ -42,6 +42,11 @@ impl Auth {
         self.1.with(|u| u.as_ref().is_some_and(|u| u.role.id == "admin"))
     }
 
+    /// True when the logged-in user may change things (operator or administrator), tracked.
+    pub fn can_write(&self) -> bool {
+        self.1.with(|u| u.as_ref().is_some_and(|u| u.role.id != "viewer"))
+    }
+
     pub fn get() -> Auth {
         expect_context::<Auth>()
     }

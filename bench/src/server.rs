@@ -9,6 +9,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
+use base64::{Engine, prelude::BASE64_STANDARD};
 
 pub struct Server {
     child: Child,
@@ -64,7 +65,7 @@ impl Server {
 
     /// Logs in with Basic credentials and returns the `Cookie` header value of the new session.
     pub fn login(&self, customer: &str, user: &str, password: &str) -> Result<String> {
-        let auth = format!("Basic {}", b64(&format!("{user}:{password}")));
+        let auth = format!("Basic {}", BASE64_STANDARD.encode(format!("{user}:{password}")));
         let reply = ureq::post(&format!("{}/{customer}/v1/sessions", self.base))
             .set("Authorization", &auth)
             .call()
@@ -79,22 +80,4 @@ impl Drop for Server {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let _ = self.child.wait();
     }
-}
-
-pub fn b64(s: &str) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let b = s.as_bytes();
-    let mut out = String::new();
-    for c in b.chunks(3) {
-        let n =
-            (u32::from(c[0]) << 16) | (u32::from(*c.get(1).unwrap_or(&0)) << 8) | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

@@ -5,10 +5,7 @@ use edge_api::{
     AddEntriesResult, MAX_ENTRIES_PER_CALL, NetworkList, NetworkListUpdate, NewNetworkList, Task, normalize_entry,
 };
 use leptos::{ev, prelude::*};
-use leptos_router::{
-    NavigateOptions,
-    hooks::{use_navigate, use_query_map},
-};
+use leptos_router::{NavigateOptions, hooks::use_navigate};
 use wasm_bindgen::JsCast;
 
 use crate::{
@@ -19,7 +16,7 @@ use crate::{
         pager::Pager,
         progress::TaskProgress,
     },
-    pages::{tasks::short_time, use_customer},
+    pages::{IndexOrItem, tasks::short_time, use_customer},
     session::Auth,
 };
 
@@ -57,21 +54,14 @@ pub fn valid_values(lines: &[CheckedLine]) -> Vec<String> {
 
 #[component]
 pub fn NetworkLists() -> impl IntoView {
-    let query = use_query_map();
-    let selected = Memo::new(move |_| query.read().get("list").filter(|s| !s.is_empty()));
     view! {
-        <section class="page">
-            <h1>"Network lists"</h1>
-            {move || match selected.get() {
-                Some(id) => view! { <ListDetail id /> }.into_any(),
-                None => view! { <ListIndex /> }.into_any(),
-            }}
-        </section>
+        <IndexOrItem
+            title="Network lists"
+            param="list"
+            index=|| view! { <ListIndex /> }
+            item=|id| view! { <ListDetail id /> }
+        />
     }
-}
-
-fn can_write(auth: Auth) -> bool {
-    auth.me().is_some_and(|u| u.role.id != "viewer")
 }
 
 #[component]
@@ -116,7 +106,7 @@ fn ListIndex() -> impl IntoView {
                 "Include deprecated"
             </label>
             <span class="spacer"></span>
-            <Show when=move || can_write(auth)>
+            <Show when=move || auth.can_write()>
                 <button class="primary" id="new-list" on:click=move |_| creating.set(true)>
                     "New list"
                 </button>
@@ -306,7 +296,7 @@ fn ListDetail(id: String) -> impl IntoView {
             {move || Suspend::new(async move {
                 match list.await {
                     Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                    Ok(l) => view! { <ListHeader list=l writable=can_write(auth) reload pending /> }.into_any(),
+                    Ok(l) => view! { <ListHeader list=l writable=auth.can_write() reload pending /> }.into_any(),
                 }
             })}
         </Transition>
@@ -314,7 +304,7 @@ fn ListDetail(id: String) -> impl IntoView {
         {move || {
             kind.get()
                 .map(|(id, list_type)| {
-                    let writable = can_write(auth);
+                    let writable = auth.can_write();
                     view! {
                         {writable.then(|| view! { <AddEntries list_id=id.clone() list_type task reload /> })}
                         <Entries list_id=id writable reload pending />

@@ -13,7 +13,10 @@ pub mod tasks;
 pub mod users;
 
 use leptos::prelude::*;
-use leptos_router::{components::A, hooks::use_params_map};
+use leptos_router::{
+    components::A,
+    hooks::{use_params_map, use_query_map},
+};
 
 pub use account::Account;
 pub use lists::NetworkLists;
@@ -29,6 +32,29 @@ pub use users::Users;
 pub fn use_customer() -> Memo<String> {
     let params = use_params_map();
     Memo::new(move |_| params.read().get("customer").unwrap_or_default())
+}
+
+/// A page titled `title` that shows one item when the query names it (`?{param}=...`) and the index otherwise,
+/// so that the item survives a reload and the back button returns to the index.
+#[component]
+pub fn IndexOrItem<I, IV, D, DV>(title: &'static str, param: &'static str, index: I, item: D) -> impl IntoView
+where
+    I: Fn() -> IV + Send + Sync + 'static,
+    IV: IntoView + 'static,
+    D: Fn(String) -> DV + Send + Sync + 'static,
+    DV: IntoView + 'static,
+{
+    let query = use_query_map();
+    let selected = Memo::new(move |_| query.read().get(param).filter(|s| !s.is_empty()));
+    view! {
+        <section class="page">
+            <h1>{title}</h1>
+            {move || match selected.get() {
+                Some(id) => item(id).into_any(),
+                None => index().into_any(),
+            }}
+        </section>
+    }
 }
 
 #[component]

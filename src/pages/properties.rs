@@ -8,10 +8,7 @@ use edge_api::config::{
     PropertyConfig, ReadOnly, SEVERITIES, SHAPING_ACTIONS, ShapingRule, WAF_ACTIONS, WafRule, merge3, set_at,
 };
 use leptos::{ev, prelude::*};
-use leptos_router::{
-    NavigateOptions,
-    hooks::{use_navigate, use_query_map},
-};
+use leptos_router::{NavigateOptions, hooks::use_navigate};
 use serde_json::Value;
 
 use crate::{
@@ -20,27 +17,20 @@ use crate::{
         dialog::{Confirm, Dialog},
         errors::{ApiErrorNotice, FormError},
     },
-    pages::{tasks::short_time, use_customer},
+    pages::{IndexOrItem, tasks::short_time, use_customer},
     session::Auth,
 };
 
 #[component]
 pub fn Properties() -> impl IntoView {
-    let query = use_query_map();
-    let selected = Memo::new(move |_| query.read().get("name").filter(|s| !s.is_empty()));
     view! {
-        <section class="page">
-            <h1>"Properties"</h1>
-            {move || match selected.get() {
-                Some(name) => view! { <PropertyEditor name /> }.into_any(),
-                None => view! { <PropertyIndex /> }.into_any(),
-            }}
-        </section>
+        <IndexOrItem
+            title="Properties"
+            param="name"
+            index=|| view! { <PropertyIndex /> }
+            item=|name| view! { <PropertyEditor name /> }
+        />
     }
-}
-
-fn can_write(auth: Auth) -> bool {
-    auth.me().is_some_and(|u| u.role.id != "viewer")
 }
 
 #[component]
@@ -59,7 +49,7 @@ fn PropertyIndex() -> impl IntoView {
     view! {
         <div class="toolbar">
             <span class="spacer"></span>
-            <Show when=move || can_write(auth)>
+            <Show when=move || auth.can_write()>
                 <button class="primary" on:click=move |_| creating.set(true)>"New property"</button>
             </Show>
         </div>
@@ -314,7 +304,7 @@ fn PropertyEditor(name: String) -> impl IntoView {
         }
     };
     let back = move |_| navigate("?", NavigateOptions::default());
-    let writable = move || can_write(auth);
+    let writable = move || auth.can_write();
 
     view! {
         <p>

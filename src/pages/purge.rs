@@ -98,7 +98,7 @@ pub fn Purge() -> impl IntoView {
         <section class="page">
             <h1>"Purge"</h1>
             <Show
-                when=move || auth.me().is_none_or(|u| u.role.id != "viewer")
+                when=move || auth.me().is_none() || auth.can_write()
                 fallback=|| view! { <div class="notice info">"Viewers see purge status but cannot purge."</div> }
             >
                 <Transition fallback=|| view! { <p class="muted">"Loading host patterns…"</p> }>

@@ -46,6 +46,51 @@ impl SqliteStore {
 }
 
 /// A case-insensitive LIKE pattern for "contains `search`", with `%`, `_` and `\\` in it matching themselves.
+/// A page of the rows of `table` that belong to one owner (`owner` column) and, when searching, contain the
+/// text in one of `columns` (case-insensitive); with the number of such rows in all.
+struct Search<'a> {
+    table: &'a str,
+    owner: &'a str,
+    columns: &'a [&'a str],
+    order: &'a str,
+}
+
+impl Search<'_> {
+    /// The count and the page queries: `?1` the owner, `?2` the search pattern or NULL, `?3` limit, `?4` offset.
+    fn sql(&self) -> (String, String) {
+        let matches: Vec<String> = self.columns.iter().map(|c| format!("lower({c}) LIKE ?2 ESCAPE '\\'")).collect();
+        let filter = format!("{} = ?1 AND (?2 IS NULL OR {})", self.owner, matches.join(" OR "));
+        let count = format!("SELECT COUNT(*) FROM {} WHERE {filter}", self.table);
+        let select = format!("SELECT * FROM {} WHERE {filter} ORDER BY {} LIMIT ?3 OFFSET ?4", self.table, self.order);
+        (count, select)
+    }
+
+    async fn run<K, T>(
+        &self,
+        pool: &SqlitePool,
+        owner: K,
+        search: Option<&str>,
+        offset: u64,
+        limit: u64,
+        from_row: fn(&SqliteRow) -> Result<T, sqlx::Error>,
+    ) -> StoreResult<(Vec<T>, u64)>
+    where
+        K: for<'q> sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Clone + Send,
+    {
+        let (count, select) = self.sql();
+        let pattern = search.map(like_pattern);
+        let total: i64 = sqlx::query_scalar(&count).bind(owner.clone()).bind(&pattern).fetch_one(pool).await?;
+        let rows = sqlx::query(&select)
+            .bind(owner)
+            .bind(&pattern)
+            .bind(limit.min(i64::MAX as u64) as i64)
+            .bind(offset.min(i64::MAX as u64) as i64)
+            .fetch_all(pool)
+            .await?;
+        Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total as u64))
+    }
+}
+
 fn like_pattern(search: &str) -> String {
     format!("%{}%", search.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
 }
@@ -372,23 +417,13 @@ impl Store for SqliteStore {
         offset: u64,
         limit: u64,
     ) -> StoreResult<(Vec<UserRecord>, u64)> {
-        let pattern = search.map(like_pattern);
-        let filter = "customer_id = ?1 AND (?2 IS NULL OR lower(username) LIKE ?2 ESCAPE '\\' OR lower(full_name) LIKE ?2 ESCAPE '\\')";
-        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM users WHERE {filter}"))
-            .bind(customer)
-            .bind(&pattern)
-            .fetch_one(&self.pool)
-            .await?;
-        let rows =
-            sqlx::query(&format!("SELECT * FROM users WHERE {filter} ORDER BY lower(username), id LIMIT ?3 OFFSET ?4"))
-                .bind(customer)
-                .bind(&pattern)
-                .bind(limit.min(i64::MAX as u64) as i64)
-                .bind(offset.min(i64::MAX as u64) as i64)
-                .fetch_all(&self.pool)
-                .await?;
-        let users = rows.iter().map(user_from_row).collect::<Result<Vec<_>, _>>()?;
-        Ok((users, total as u64))
+        let page = Search {
+            table: "users",
+            owner: "customer_id",
+            columns: &["username", "full_name"],
+            order: "lower(username), id",
+        };
+        page.run(&self.pool, customer, search, offset, limit, user_from_row).await
     }
 
     async fn update_user(&self, customer: CustomerId, id: &str, u: &UserUpdate) -> StoreResult<Option<UserRecord>> {
@@ -869,22 +904,8 @@ impl Store for SqliteStore {
         offset: u64,
         limit: u64,
     ) -> StoreResult<(Vec<EntryRecord>, u64)> {
-        let pattern = search.map(like_pattern);
-        let filter = "list_id = ?1 AND (?2 IS NULL OR lower(value) LIKE ?2 ESCAPE '\\')";
-        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM network_list_entries WHERE {filter}"))
-            .bind(list_id)
-            .bind(&pattern)
-            .fetch_one(&self.pool)
-            .await?;
-        let rows =
-            sqlx::query(&format!("SELECT * FROM network_list_entries WHERE {filter} ORDER BY seq LIMIT ?3 OFFSET ?4"))
-                .bind(list_id)
-                .bind(&pattern)
-                .bind(limit.min(i64::MAX as u64) as i64)
-                .bind(offset.min(i64::MAX as u64) as i64)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok((rows.iter().map(entry_from_row).collect::<Result<_, _>>()?, total as u64))
+        let page = Search { table: "network_list_entries", owner: "list_id", columns: &["value"], order: "seq" };
+        page.run(&self.pool, list_id.to_string(), search, offset, limit, entry_from_row).await
     }
 
     async fn entry_values(&self, list_id: &str) -> StoreResult<Vec<String>> {
