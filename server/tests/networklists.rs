@@ -221,6 +221,11 @@ async fn entries_page_and_are_removed_one_by_one_or_all_at_once() {
     let reply = app.send(req(Method::DELETE, &format!("{uri}/entries/{other}")).basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.status, StatusCode::OK);
 
+    // The batch-deletion address is not an entry: reading or deleting "the entry deletions" finds none.
+    for method in [Method::GET, Method::DELETE] {
+        let reply = app.send(req(method, &format!("{uri}/entries/deletions")).basic("alice", PASSWORD).done()).await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    }
     let reply = app.send(req(Method::POST, &format!("{uri}/entries/deletions")).basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body["operation"], "networklist.deploy");
