@@ -443,6 +443,14 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 /// Formats milliseconds since the epoch as `YYYY-MM-DDTHH:MM:SS`.
 pub fn format_time(ms: i64) -> String {
+    let mut out = String::with_capacity(19);
+    write_time(&mut out, ms);
+    out
+}
+
+/// Appends [`format_time`] of `ms` to `out`. Statistics answers write two times a row, so this avoids the
+/// formatting machinery for the years 0 to 9999.
+pub fn write_time(out: &mut String, ms: i64) {
     let secs = ms.div_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;
@@ -454,7 +462,19 @@ pub fn format_time(ms: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    let (h, mi, se) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if !(0..=9999).contains(&y) {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{se:02}");
+        return;
+    }
+    let mut b = *b"0000-00-00T00:00:00";
+    let digit = |v: i64| b'0' + (v % 10) as u8;
+    (b[0], b[1], b[2], b[3]) = (digit(y / 1000), digit(y / 100), digit(y / 10), digit(y));
+    for (at, v) in [(5, m), (8, d), (11, h), (14, mi), (17, se)] {
+        (b[at], b[at + 1]) = (digit(v / 10), digit(v));
+    }
+    out.extend(b.iter().map(|&c| char::from(c)));
 }
 
 /// One filter condition: `dimension==value` or `dimension!=value`.

@@ -200,11 +200,16 @@ fn purge_at_the_limit(base: &str, cookie: &str, stop: &Arc<AtomicBool>) -> threa
 struct Outcome {
     requests: u64,
     seconds: f64,
+    /// Server CPU seconds (user + system) used during the run.
+    cpu: f64,
     all: Tally,
     by_kind: Vec<(&'static str, Tally)>,
 }
 
-fn measure(base: &str, cookie: &str, targets: Vec<Target>, connections: usize, seconds: u64, purge: bool) -> Outcome {
+fn measure(server: &Server, path: &str, cookie: &str, targets: Vec<Target>, run: Run) -> Outcome {
+    let Run { connections, seconds, purge } = run;
+    let base = &format!("{}{path}", server.base);
+    let cpu = server.cpu_seconds();
     let targets = Arc::new(targets);
     let stop = Arc::new(AtomicBool::new(false));
     let t = Instant::now();
@@ -226,6 +231,7 @@ fn measure(base: &str, cookie: &str, targets: Vec<Target>, connections: usize, s
         by_kind.push(("purge (2/s, the limit)", p.join().unwrap_or_default()));
     }
     let seconds = t.elapsed().as_secs_f64();
+    let cpu = server.cpu_seconds() - cpu;
     let mut all = Tally::default();
     for (_, t) in &mut by_kind {
         t.latencies_us.sort_unstable();
@@ -238,7 +244,22 @@ fn measure(base: &str, cookie: &str, targets: Vec<Target>, connections: usize, s
     }
     all.latencies_us.sort_unstable();
     let requests = all.latencies_us.len() as u64 + all.intended_429 + all.errors;
-    Outcome { requests, seconds, all, by_kind }
+    Outcome { requests, seconds, cpu, all, by_kind }
+}
+
+#[derive(Clone, Copy)]
+struct Run {
+    connections: usize,
+    seconds: u64,
+    purge: bool,
+}
+
+impl Outcome {
+    /// Server CPU time per request, in microseconds: unlike requests/s, it hardly depends on what else the
+    /// shared machine is doing.
+    fn cpu_us_per_request(&self) -> f64 {
+        self.cpu * 1e6 / self.requests.max(1) as f64
+    }
 }
 
 pub fn run(args: &Args) -> Result<()> {
@@ -268,13 +289,24 @@ pub fn run(args: &Args) -> Result<()> {
         .iter()
         .filter_map(|p| p["name"].as_str().map(str::to_string))
         .collect();
-    let edge = measure(&api, &cookie, mix(&properties), connections, seconds, true);
+    let run = Run { connections, seconds, purge: true };
+    let edge = measure(&server, "/demo/v1", &cookie, mix(&properties), run);
+    // Each kind of request alone for a few seconds: where the server's time goes.
+    let mut alone: Vec<(&'static str, Outcome)> = Vec::new();
+    for target in mix(&properties) {
+        if alone.iter().any(|(n, _)| *n == target.name) {
+            continue;
+        }
+        let name = target.name;
+        let quick = Run { connections, seconds: (seconds / 4).max(2), purge: false };
+        alone.push((name, measure(&server, "/demo/v1", &cookie, vec![target], quick)));
+    }
     drop(server);
 
     let bare = Command::new(std::env::current_exe()?).arg("bare").stdout(Stdio::piped()).spawn()?;
     let bare = Server::wait_for_address(bare, "bare axum: ")?;
     let hello = vec![Target { name: "bare axum handler", path: "/hello".into(), weight: 1 }];
-    let baseline = measure(&bare.base, "", hello, connections, seconds, false);
+    let baseline = measure(&bare, "", "", hello, Run { purge: false, ..run });
     drop(bare);
 
     println!();
@@ -282,11 +314,16 @@ pub fn run(args: &Args) -> Result<()> {
         "{connections} connections, {seconds} s each, over loopback; both servers on this machine, one after the other"
     );
     println!();
-    println!("| request | count | p50 (ms) | p99 (ms) | 429 (intended) | errors |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| request | count | p50 (ms) | p99 (ms) | 429 (intended) | errors | alone: requests/s | alone: server CPU/request (µs) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, t) in &edge.by_kind {
+        let solo = alone.iter().find(|(n, _)| n == name).map(|(_, o)| o);
+        let (rate, cpu) =
+            solo.map_or((f64::NAN, f64::NAN), |o| (o.requests as f64 / o.seconds, o.cpu_us_per_request()));
         println!(
-            "| {name} | {} | {:.2} | {:.2} | {} | {} |",
+            "| {name} | {} | {:.2} | {:.2} | {} | {} | {rate:.0} | {cpu:.0} |",
             t.latencies_us.len(),
             t.percentile(0.5),
             t.percentile(0.99),
@@ -295,21 +332,22 @@ pub fn run(args: &Args) -> Result<()> {
         );
     }
     println!();
-    println!("| server | requests/s | p50 (ms) | p99 (ms) | errors |");
-    println!("|---|---|---|---|---|");
+    println!("| server | requests/s | p50 (ms) | p99 (ms) | server CPU/request (µs) | errors |");
+    println!("|---|---|---|---|---|---|");
     for (name, o) in [("edge-server, realistic mix", &edge), ("bare axum handler", &baseline)] {
         println!(
-            "| {name} | {:.0} | {:.2} | {:.2} | {} |",
+            "| {name} | {:.0} | {:.2} | {:.2} | {:.0} | {} |",
             o.requests as f64 / o.seconds,
             o.all.percentile(0.5),
             o.all.percentile(0.99),
+            o.cpu_us_per_request(),
             o.all.errors
         );
     }
     let ratio = (edge.requests as f64 / edge.seconds) / (baseline.requests as f64 / baseline.seconds);
     println!();
     println!("edge-server serves {:.1} % of the bare handler's requests/s with the realistic mix", ratio * 100.0);
-    for o in [&edge, &baseline] {
+    for o in [&edge, &baseline].into_iter().chain(alone.iter().map(|(_, o)| o)) {
         if o.all.errors > 0 {
             bail!("{} requests failed; the first: {}", o.all.errors, o.all.first_error.clone().unwrap_or_default());
         }

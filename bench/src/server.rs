@@ -63,6 +63,16 @@ impl Server {
         alive && ureq::get(&format!("{}/healthz", self.base)).timeout(Duration::from_secs(10)).call().is_ok()
     }
 
+    /// CPU time the server process has used so far (user and system), from `/proc/PID/stat`.
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum();
+        // Linux reports them in USER_HZ, 100 per second on every architecture it runs on here.
+        ticks as f64 / 100.0
+    }
+
     /// Logs in with Basic credentials and returns the `Cookie` header value of the new session.
     pub fn login(&self, customer: &str, user: &str, password: &str) -> Result<String> {
         let auth = format!("Basic {}", BASE64_STANDARD.encode(format!("{user}:{password}")));

@@ -155,10 +155,15 @@ pub fn client_addr(parts: &Parts) -> IpAddr {
 
 /// The customer named by the path: its name as written, and the customer when it exists.
 async fn path_customer(parts: &mut Parts, state: &AppState) -> AppResult<(String, Option<Customer>)> {
-    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
-    let name = params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string()).unwrap_or_default();
+    let name = path_customer_name(parts, state).await?;
     let customer = state.store.customer_by_name(&name).await?;
     Ok((name, customer))
+}
+
+/// The customer name in the path, as written.
+async fn path_customer_name(parts: &mut Parts, state: &AppState) -> AppResult<String> {
+    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
+    Ok(params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string()).unwrap_or_default())
 }
 
 /// A login attempt with a username and password, from `addr`, under the customer named `customer_name`.
@@ -261,8 +266,8 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(cached) = parts.extensions.get::<Caller>() {
             return Ok(cached.clone());
         }
-        let (customer_name, customer) = path_customer(parts, state).await?;
         let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
+            let (customer_name, customer) = path_customer(parts, state).await?;
             let login = PasswordLogin {
                 customer_name: &customer_name,
                 customer: customer.as_ref(),
@@ -275,19 +280,27 @@ impl FromRequestParts<AppState> for Caller {
             let role = role_of(&user)?;
             Caller { customer, user, role, session: None }
         } else if let Some(session_id) = session_cookie(&parts.headers) {
+            let customer_name = path_customer_name(parts, state).await?;
             let invalid = || AppError::Unauthorized {
                 kind: "session_invalid",
                 message: "The session has expired or was ended; log in again.".into(),
             };
-            let mut session = live_session(state, &session_id).await?.ok_or_else(invalid)?;
+            let hash = token_hash(&session_id);
+            let (mut session, customer, user) = match state.store.session_with_user(&hash).await? {
+                Some(found) if state.clock.now_ms() < session_expiry_ms(&found.0) => found,
+                Some(_) => {
+                    state.store.delete_session(&hash).await?;
+                    return Err(invalid());
+                }
+                None => return Err(invalid()),
+            };
             // A session of another customer: answer as if nothing existed at this address.
-            let customer = customer.filter(|c| c.id == session.customer_id).ok_or(AppError::NotFound("resource"))?;
-            let user = state
-                .store
-                .user_by_id(customer.id, &session.user_id)
-                .await?
-                .filter(|u| u.enabled)
-                .ok_or_else(invalid)?;
+            if customer.name != customer_name {
+                return Err(AppError::NotFound("resource"));
+            }
+            if !user.enabled {
+                return Err(invalid());
+            }
             check_same_origin(parts)?;
             touch_session(state, &mut session, false).await?;
             let role = role_of(&user)?;

@@ -208,9 +208,9 @@ impl Server {
         Ok(())
     }
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
-    pub async fn run_until_signal(self) -> anyhow::Result<()> {
-        shutdown_signal().await;
+    /// Serves until `shutdown` completes (see [`shutdown_signals`]), then shuts down gracefully.
+    pub async fn run_until(self, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+        shutdown.await;
         tracing::info!("shutting down");
         self.stop().await
     }
@@ -248,23 +248,22 @@ async fn housekeeping(state: AppState) {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGINT or SIGTERM. The handlers are installed when this is called, not when it is first awaited, so that
+/// a signal sent as soon as the server says it is listening is not lost (it would end the process at once).
+pub fn shutdown_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut interrupt, mut terminate) = (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?);
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {},
+                _ = terminate.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+        })
     }
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }

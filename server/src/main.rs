@@ -151,6 +151,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _lock = lock_data_dir(&args.data_dir)?;
     let state = AppState::open(settings).await?;
     let demo_login = if args.demo { seed_demo(&state, args.demo_days).await? } else { None };
+    let shutdown = edge_server::shutdown_signals()?;
     let server = Server::start(state, args.listen).await?;
     tracing::info!(addr = %server.addr, data_dir = %args.data_dir.display(), "serving");
     println!("Edge Console: http://{}/", server.addr);
@@ -165,7 +166,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => {}
     }
-    server.run_until_signal().await
+    server.run_until(shutdown).await
 }
 
 /// Seeds the demo data when the data dir is empty; returns the password to print.

@@ -14,7 +14,7 @@ use edge_api::{
     ErrorBody,
     stats::{
         self, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
-        StatsResponse, format_time, validate,
+        StatsResponse, format_time, validate, write_time,
     },
 };
 use serde::Deserialize;
@@ -125,19 +125,26 @@ async fn run(
 /// Appends `s` as a JSON string.
 fn json_str(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let escaped = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[plain..i]);
+        plain = i + c.len_utf8();
+        if escaped.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push_str(escaped);
         }
     }
+    out.push_str(&s[plain..]);
     out.push('"');
 }
 
@@ -209,7 +216,7 @@ fn write_response(family: Family, q: &Query, a: &Answer, customer: &str, uri: &a
         out.push('}');
     }
     out.push_str("],\"rows\":[");
-    let mut time_cache: (i64, String) = (i64::MIN, String::new());
+    let mut times = vec![(i64::MIN, String::new()); a.columns.len().max(1)];
     for (i, row) in a.rows.iter().enumerate() {
         if i > 0 {
             out.push(',');
@@ -220,16 +227,19 @@ fn write_response(family: Family, q: &Query, a: &Answer, customer: &str, uri: &a
                 out.push(',');
             }
             match cell {
-                Cell::Int(v) => {
-                    let _ = write!(out, "{v}");
-                }
+                Cell::Int(v) => out.push_str(itoa::Buffer::new().format(*v)),
                 Cell::Text(s) => json_str(&mut out, s),
                 Cell::Time(ms) => {
-                    if time_cache.0 != *ms {
-                        time_cache = (*ms, format_time(*ms));
+                    // Rows of one bucket follow each other: each time column remembers its last text.
+                    let at = j.min(times.len() - 1);
+                    let (last_ms, text) = &mut times[at];
+                    if *last_ms != *ms {
+                        text.clear();
+                        write_time(text, *ms);
+                        *last_ms = *ms;
                     }
                     out.push('"');
-                    out.push_str(&time_cache.1);
+                    out.push_str(text);
                     out.push('"');
                 }
             }
@@ -554,4 +564,33 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(shaping_topk_metrics))
         .routes(routes!(ingest_access))
         .routes(routes!(ingest_security))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped_exactly_as_serde_json_reads_them() {
+        for s in ["", "plain", "a\"b", "back\\slash", "line\nbreak\r\t", "\u{0}\u{1f}ctl", "é\"ü\\", "\u{2028}end\""]
+        {
+            let mut out = String::new();
+            json_str(&mut out, s);
+            assert_eq!(serde_json::from_str::<String>(&out).unwrap(), s, "{out}");
+        }
+    }
+
+    #[test]
+    fn written_times_match_the_formatter_for_every_year() {
+        for ms in
+            [i64::MIN / 4, -62_167_219_200_001, -1, 0, 1_795_000_000_123, 253_402_300_799_999, 253_402_300_800_000]
+        {
+            let mut out = String::from("x");
+            write_time(&mut out, ms);
+            assert_eq!(&out[1..], format_time(ms));
+            if (0..253_402_300_800_000).contains(&ms) {
+                assert_eq!(edge_api::stats::parse_time(&out[1..]).unwrap(), ms - ms.rem_euclid(1000));
+            }
+        }
+    }
 }

@@ -364,6 +364,9 @@ pub trait Store: Send + Sync + 'static {
 
     async fn create_session(&self, session: &SessionRecord) -> StoreResult<()>;
     async fn session(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>>;
+    /// A session with its customer and user, in one read: every request with the session cookie needs all
+    /// three. `None` when the session does not exist.
+    async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>>;
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()>;
     /// Deletes a session; false when there was none.
     async fn delete_session(&self, token_hash: &str) -> StoreResult<bool>;

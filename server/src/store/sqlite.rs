@@ -1000,6 +1000,39 @@ impl Store for SqliteStore {
         Ok(row.as_ref().map(session_from_row).transpose()?)
     }
 
+    async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>> {
+        let row = sqlx::query(
+            "SELECT u.*, s.token_hash, s.user_id, s.created_ms AS s_created_ms, s.last_seen_ms,
+                    c.name AS c_name, c.display_name AS c_display_name, c.contact_email AS c_contact_email,
+                    c.timezone AS c_timezone, c.created_ms AS c_created_ms
+             FROM sessions s
+             JOIN users u ON u.id = s.user_id AND u.customer_id = s.customer_id
+             JOIN customers c ON c.id = s.customer_id
+             WHERE s.token_hash = ?",
+        )
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let user = user_from_row(&row)?;
+        let session = SessionRecord {
+            token_hash: row.try_get("token_hash")?,
+            customer_id: user.customer_id,
+            user_id: row.try_get("user_id")?,
+            created_ms: row.try_get("s_created_ms")?,
+            last_seen_ms: row.try_get("last_seen_ms")?,
+        };
+        let customer = Customer {
+            id: user.customer_id,
+            name: row.try_get("c_name")?,
+            display_name: row.try_get("c_display_name")?,
+            contact_email: row.try_get("c_contact_email")?,
+            timezone: row.try_get("c_timezone")?,
+            created_ms: row.try_get("c_created_ms")?,
+        };
+        Ok(Some((session, customer, user)))
+    }
+
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()> {
         sqlx::query("UPDATE sessions SET last_seen_ms = MAX(last_seen_ms, ?) WHERE token_hash = ?")
             .bind(last_seen_ms)
