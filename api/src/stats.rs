@@ -474,7 +474,7 @@ pub fn write_time(out: &mut String, ms: i64) {
     for (at, v) in [(5, m), (8, d), (11, h), (14, mi), (17, se)] {
         (b[at], b[at + 1]) = (digit(v / 10), digit(v));
     }
-    out.extend(b.iter().map(|&c| char::from(c)));
+    out.push_str(std::str::from_utf8(&b).unwrap_or_default());
 }
 
 /// One filter condition: `dimension==value` or `dimension!=value`.
