@@ -145,6 +145,19 @@ pub fn app(state: AppState) -> Router {
             HeaderName::from_static("x-frame-options"),
             HeaderValue::from_static("DENY"),
         ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            HeaderName::from_static("cross-origin-opener-policy"),
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            HeaderName::from_static("cross-origin-resource-policy"),
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            HeaderName::from_static("permissions-policy"),
+            HeaderValue::from_static("camera=(), microphone=(), geolocation=(), payment=(), usb=(), interest-cohort=()"),
+        ))
+        .layer(middleware::from_fn(web::strict_transport_security))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {

@@ -73,6 +73,21 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
+/// Behind a TLS-terminating proxy (`X-Forwarded-Proto: https`, as for the cookie's `Secure`), browsers are
+/// told to use HTTPS only for a year.
+pub async fn strict_transport_security(req: Request, next: Next) -> Response {
+    let tls = req
+        .headers()
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"));
+    let mut response = next.run(req).await;
+    if tls {
+        response.headers_mut().insert(header::STRICT_TRANSPORT_SECURITY, HeaderValue::from_static("max-age=31536000"));
+    }
+    response
+}
+
 /// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log.
 pub fn redact_path(path: &str) -> String {
     let mut out = Vec::new();

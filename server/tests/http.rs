@@ -50,6 +50,15 @@ async fn api_answers_are_not_cached_and_carry_security_headers() {
     assert_eq!(reply.headers.get(header::X_CONTENT_TYPE_OPTIONS).unwrap(), "nosniff");
     assert_eq!(reply.headers.get(header::REFERRER_POLICY).unwrap(), "no-referrer");
     assert_eq!(reply.headers.get("x-frame-options").unwrap(), "DENY");
+    assert_eq!(reply.headers.get("cross-origin-opener-policy").unwrap(), "same-origin");
+    assert_eq!(reply.headers.get("cross-origin-resource-policy").unwrap(), "same-origin");
+    assert!(reply.headers.get("permissions-policy").unwrap().to_str().unwrap().contains("camera=()"));
+    assert!(reply.headers.get(header::STRICT_TRANSPORT_SECURITY).is_none(), "not over TLS");
+    // Behind a TLS-terminating proxy: HTTPS only from now on, for the console's pages too.
+    for path in ["/acme/v1/sessions/current", "/login"] {
+        let reply = app.send(req(Method::GET, path).header("x-forwarded-proto", "https").done()).await;
+        assert_eq!(reply.headers.get(header::STRICT_TRANSPORT_SECURITY).unwrap(), "max-age=31536000", "{path}");
+    }
 }
 
 #[tokio::test]
