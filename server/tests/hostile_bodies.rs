@@ -59,18 +59,22 @@ fn perturb(valid: &Value) -> BoxedStrategy<Value> {
     }
 }
 
-/// Runs the valid body, which must be accepted, then `cases` perturbations of it through `check` (which says
-/// whether the server accepted the body), on one app, one after the other.
-fn fuzz<F>(
-    cases: u32,
-    setup: impl AsyncFnOnce() -> (TestApp, String),
-    valid: impl AsyncFnOnce(&TestApp, &str) -> Value,
-    check: F,
-) where
+/// On one app with `properties` (name, host patterns) and a session of acme's admin: runs the valid body,
+/// which must be accepted, then `cases` perturbations of it, one after the other, through `check` (which
+/// says whether the server accepted the body).
+fn fuzz<F>(cases: u32, properties: &[(&str, &[&str])], valid: impl AsyncFnOnce(&TestApp, &str) -> Value, check: F)
+where
     F: AsyncFn(&TestApp, &str, Value) -> Result<bool, TestCaseError>,
 {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    let (app, session) = runtime.block_on(setup());
+    let (app, session) = runtime.block_on(async {
+        let app = TestApp::new().await;
+        for (name, hosts) in properties {
+            app.add_property(name, hosts).await;
+        }
+        let session = app.login("acme", "alice", PASSWORD).await;
+        (app, session)
+    });
     let valid = runtime.block_on(valid(&app, &session));
     let accepted = runtime.block_on(check(&app, &session, valid.clone()));
     assert!(matches!(accepted, Ok(true)), "the valid body is accepted: {accepted:?}");
@@ -107,15 +111,9 @@ fn hostile_purge_bodies_are_refused_and_submit_nothing() {
         {"uri_pattern": "www.shop.example/img/a.png", "match_mode": "EXACT_LITERAL"},
         {"uri_pattern": "a.img.shop.example/b/", "match_mode": "PREFIX_LITERAL", "cache_key_modifier_regex": "v=*"}
     ]}});
-    let setup = async || {
-        let app = TestApp::new().await;
-        app.add_property("shop", &["www.shop.example", "*.img.shop.example"]).await;
-        let session = app.login("acme", "alice", PASSWORD).await;
-        (app, session)
-    };
     fuzz(
         256,
-        setup,
+        &[("shop", &["www.shop.example", "*.img.shop.example"])],
         async |_, _| valid,
         async |app, session, body| {
             // One purge a second is within the limit.
@@ -137,14 +135,9 @@ fn hostile_purge_bodies_are_refused_and_submit_nothing() {
 #[test]
 fn hostile_network_list_bodies_are_refused_and_create_nothing() {
     let valid = json!({"name": "blocked", "type": "IP", "description": "d", "list": ["192.0.2.1", "10.0.0.0/8"]});
-    let setup = async || {
-        let app = TestApp::new().await;
-        let session = app.login("acme", "alice", PASSWORD).await;
-        (app, session)
-    };
     fuzz(
         256,
-        setup,
+        &[],
         async |_, _| valid,
         async |app, session, body| {
             let uri = "/acme/v1/config/networklists";
@@ -164,12 +157,6 @@ fn hostile_network_list_bodies_are_refused_and_create_nothing() {
 #[test]
 fn hostile_configurations_are_refused_and_leave_the_version_alone() {
     let uri = "/acme/v1/properties/shop/config";
-    let setup = async || {
-        let app = TestApp::new().await;
-        app.add_property("shop", &["www.shop.example"]).await;
-        let session = app.login("acme", "alice", PASSWORD).await;
-        (app, session)
-    };
     // A valid update: the current configuration with one of each node.
     let valid = async |app: &TestApp, session: &str| {
         let mut config = app.send(req(Method::GET, uri).cookie(session).done()).await.body["config"].clone();
@@ -183,7 +170,7 @@ fn hostile_configurations_are_refused_and_leave_the_version_alone() {
         });
         json!({"config": config, "comment": "fuzz"})
     };
-    fuzz(192, setup, valid, async |app, session, body| {
+    fuzz(192, &[("shop", &["www.shop.example"])], valid, async |app, session, body| {
         let current = app.send(req(Method::GET, uri).cookie(session).done()).await;
         let etag = current.headers.get(header::ETAG).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         let version = current.body["version"].as_u64();
