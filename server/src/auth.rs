@@ -237,16 +237,18 @@ impl PasswordLogin<'_> {
     }
 }
 
-/// Resolves a session id to its live record, deleting it when it has expired.
-pub async fn live_session(state: &AppState, session_id: &str) -> AppResult<Option<SessionRecord>> {
+/// A live session with its customer and user (one read), deleting the session when it has expired.
+pub async fn live_session(
+    state: &AppState,
+    session_id: &str,
+) -> AppResult<Option<(SessionRecord, Customer, UserRecord)>> {
     let hash = token_hash(session_id);
-    let Some(session) = state.store.session(&hash).await? else { return Ok(None) };
-    let now = state.clock.now_ms();
-    if now >= session_expiry_ms(&session) {
+    let Some(found) = state.store.session_with_user(&hash).await? else { return Ok(None) };
+    if state.clock.now_ms() >= session_expiry_ms(&found.0) {
         state.store.delete_session(&hash).await?;
         return Ok(None);
     }
-    Ok(Some(session))
+    Ok(Some(found))
 }
 
 /// Records a use of the session; with `force` always, otherwise at most every few seconds.
@@ -285,15 +287,7 @@ impl FromRequestParts<AppState> for Caller {
                 kind: "session_invalid",
                 message: "The session has expired or was ended; log in again.".into(),
             };
-            let hash = token_hash(&session_id);
-            let (mut session, customer, user) = match state.store.session_with_user(&hash).await? {
-                Some(found) if state.clock.now_ms() < session_expiry_ms(&found.0) => found,
-                Some(_) => {
-                    state.store.delete_session(&hash).await?;
-                    return Err(invalid());
-                }
-                None => return Err(invalid()),
-            };
+            let (mut session, customer, user) = live_session(state, &session_id).await?.ok_or_else(invalid)?;
             // A session of another customer: answer as if nothing existed at this address.
             if customer.name != customer_name {
                 return Err(AppError::NotFound("resource"));

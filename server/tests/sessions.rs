@@ -105,7 +105,7 @@ async fn a_session_idle_for_30_minutes_is_invalid_and_purged() {
     app.clock.advance_ms(SESSION_IDLE_MS);
     let reply = app.send(req(Method::GET, &format!("/acme/v1/sessions/{id}")).cookie(&id).done()).await;
     assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
-    let stored = app.state.store.session(&edge_server::auth::token_hash(&id)).await.unwrap();
+    let stored = app.state.store.session_with_user(&edge_server::auth::token_hash(&id)).await.unwrap();
     assert!(stored.is_none(), "an expired session is removed from storage");
 }
 
@@ -205,7 +205,7 @@ async fn expired_sessions_are_purged_from_storage() {
     let now = app.clock.now_ms();
     let purged = app.state.store.purge_sessions(now - SESSION_IDLE_MS, now - SESSION_MAX_AGE_MS).await.unwrap();
     assert_eq!(purged, 1);
-    assert!(app.state.store.session(&edge_server::auth::token_hash(&id)).await.unwrap().is_none());
+    assert!(app.state.store.session_with_user(&edge_server::auth::token_hash(&id)).await.unwrap().is_none());
 }
 
 #[tokio::test]

@@ -43,18 +43,14 @@ fn session_body(customer: &Customer, session_id: &str, s: &SessionRecord) -> Ses
 }
 
 /// True when the client reached us over TLS (directly or through a proxy that says so).
-fn over_tls(headers: &HeaderMap) -> bool {
-    headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("https"))
-}
-
 fn set_cookie(session_id: &str, headers: &HeaderMap) -> HeaderValue {
-    let secure = if over_tls(headers) { "; Secure" } else { "" };
+    let secure = if crate::web::over_tls(headers) { "; Secure" } else { "" };
     let value = format!("{}={session_id}; Path=/; HttpOnly; SameSite=Strict{secure}", paths::SESSION_COOKIE);
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
-    let secure = if over_tls(headers) { "; Secure" } else { "" };
+    let secure = if crate::web::over_tls(headers) { "; Secure" } else { "" };
     let value = format!("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}", paths::SESSION_COOKIE);
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
@@ -62,7 +58,7 @@ fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
 /// The session named by `session_id`, if it is live, belongs to the caller's customer, and the caller may see it
 /// (their own, or any of the customer's when they are an administrator).
 async fn visible_session(state: &AppState, caller: &Caller, session_id: &str) -> AppResult<SessionRecord> {
-    let session = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
+    let (session, ..) = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
     let visible = session.customer_id == caller.customer.id
         && (session.user_id == caller.user.id || caller.role == auth::Role::Admin);
     if !visible {

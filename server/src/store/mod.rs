@@ -363,7 +363,6 @@ pub trait Store: Send + Sync + 'static {
     async fn add_identity_source(&self, customer: CustomerId, id: &str, configuration: &str) -> StoreResult<()>;
 
     async fn create_session(&self, session: &SessionRecord) -> StoreResult<()>;
-    async fn session(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>>;
     /// A session with its customer and user, in one read: every request with the session cookie needs all
     /// three. `None` when the session does not exist.
     async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>>;

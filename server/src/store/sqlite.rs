@@ -148,16 +148,6 @@ async fn ensure_an_admin(conn: &mut sqlx::SqliteConnection, customer: CustomerId
     if admins == 0 { Err(StoreError::LastAdmin) } else { Ok(()) }
 }
 
-fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, sqlx::Error> {
-    Ok(SessionRecord {
-        token_hash: row.try_get("token_hash")?,
-        customer_id: row.try_get("customer_id")?,
-        user_id: row.try_get("user_id")?,
-        created_ms: row.try_get("created_ms")?,
-        last_seen_ms: row.try_get("last_seen_ms")?,
-    })
-}
-
 async fn insert_user(
     conn: &mut sqlx::SqliteConnection,
     customer: CustomerId,
@@ -990,14 +980,6 @@ impl Store for SqliteStore {
         .execute(&self.pool)
         .await?;
         Ok(())
-    }
-
-    async fn session(&self, token_hash: &str) -> StoreResult<Option<SessionRecord>> {
-        let row = sqlx::query("SELECT * FROM sessions WHERE token_hash = ?")
-            .bind(token_hash)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.as_ref().map(session_from_row).transpose()?)
     }
 
     async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>> {
