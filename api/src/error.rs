@@ -28,14 +28,35 @@ impl ErrorBody {
         ErrorBody { kind: kind.into(), message: message.into(), details: Vec::new() }
     }
 
+    /// Sets the details, at most [`MAX_DETAILS`] of them (see [`capped_details`]).
     pub fn with_details<I, S>(mut self, details: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.details = details.into_iter().map(|m| ErrorDetail { message: m.into() }).collect();
+        self.details = capped_details(details);
         self
     }
+}
+
+/// An error body lists at most this many details; the rest are counted in one more detail.
+pub const MAX_DETAILS: usize = 100;
+
+/// The first [`MAX_DETAILS`] problems, and then, when there were more, one detail `… and N more` counting them:
+/// an error body stays small whatever the size of the input that caused it.
+pub fn capped_details<I, S>(details: I) -> Vec<ErrorDetail>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut details = details.into_iter();
+    let mut kept: Vec<ErrorDetail> =
+        details.by_ref().take(MAX_DETAILS).map(|m| ErrorDetail { message: m.into() }).collect();
+    let more = details.count();
+    if more > 0 {
+        kept.push(ErrorDetail { message: format!("… and {more} more") });
+    }
+    kept
 }
 
 impl std::fmt::Display for ErrorBody {
@@ -45,5 +66,19 @@ impl std::fmt::Display for ErrorBody {
             write!(f, "; {}", d.message)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn details_are_capped_with_a_count_of_the_rest() {
+        let body = ErrorBody::new("x", "y").with_details((0..250).map(|i| format!("p{i}")));
+        assert_eq!(body.details.len(), MAX_DETAILS + 1);
+        assert_eq!(body.details[99].message, "p99");
+        assert_eq!(body.details[100].message, "… and 150 more");
+        assert_eq!(ErrorBody::new("x", "y").with_details((0..100).map(|i| format!("p{i}"))).details.len(), 100);
     }
 }

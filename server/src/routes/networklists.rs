@@ -69,14 +69,19 @@ async fn find_list(state: &AppState, customer: &Customer, id: &str) -> AppResult
     state.store.network_list(customer.id, id).await?.ok_or(AppError::NotFound("network list"))
 }
 
-/// Validates and normalises entries: all valid, or 400 naming every invalid one.
-fn normalize_all(list_type: &str, values: &[&str]) -> AppResult<Vec<String>> {
-    if values.len() > MAX_ENTRIES_PER_CALL {
+fn check_call_size(n: usize) -> AppResult<()> {
+    if n > MAX_ENTRIES_PER_CALL {
         return Err(AppError::bad_request(
             "limit_exceeded",
-            format!("At most {MAX_ENTRIES_PER_CALL} entries per call; this one has {}.", values.len()),
+            format!("At most {MAX_ENTRIES_PER_CALL} entries per call; this one has {n}."),
         ));
     }
+    Ok(())
+}
+
+/// Validates and normalises entries: all valid, or 400 naming every invalid one.
+fn normalize_all(list_type: &str, values: &[&str]) -> AppResult<Vec<String>> {
+    check_call_size(values.len())?;
     let mut good = Vec::with_capacity(values.len());
     let mut problems = Vec::new();
     for (i, v) in values.iter().enumerate() {
@@ -337,6 +342,8 @@ async fn delete_list(
 
 async fn add(state: &AppState, caller: &Caller, list_id: &str, input: &[EntryInput]) -> AppResult<AddEntriesResult> {
     let list = find_list(state, &caller.customer, list_id).await?;
+    // The limit first: a huge body of empty items must not turn into as many problems.
+    check_call_size(input.len())?;
     let missing: Vec<String> = input
         .iter()
         .enumerate()

@@ -9,8 +9,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use edge_api::{
-    ErrorDetail, PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri,
-    TransactionResponse, TransactionStatus, TransactionSummary, config::PropertyConfig, paths, uri_problems,
+    PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
+    TransactionStatus, TransactionSummary, config::PropertyConfig, paths, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -31,11 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// A purge-style error answer.
 fn fail(status: StatusCode, code: u16, description: impl Into<String>, details: Vec<String>) -> Response {
-    let body = PurgeError {
-        code,
-        description: description.into(),
-        details: details.into_iter().map(|message| ErrorDetail { message }).collect(),
-    };
+    let body = PurgeError { code, description: description.into(), details: edge_api::error::capped_details(details) };
     (status, axum::Json(body)).into_response()
 }
 
