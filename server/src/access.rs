@@ -87,6 +87,9 @@ pub enum Rule {
     Authenticated,
     /// A role with this permission.
     Role(Permission),
+    /// A role with this permission; to any other caller the resource does not exist (404), as the API states
+    /// for `PUT /account` by an issuer that is not authorized.
+    RoleElseNotFound(Permission),
     /// The user named by `{user_id}` is the caller, or the caller's role has this permission.
     SelfOr(Permission),
     /// A resource of the user named by `{user_id}` that only that user may use (their password and two-factor).
@@ -116,6 +119,8 @@ pub fn authorize(caller: &Caller, rule: Rule, target_id: Option<&str>, target: O
         Rule::Authenticated => Ok(()),
         Rule::Role(p) if caller.role.allows(p) => Ok(()),
         Rule::Role(_) => Err(forbidden()),
+        Rule::RoleElseNotFound(p) if caller.role.allows(p) => Ok(()),
+        Rule::RoleElseNotFound(_) => Err(AppError::NotFound("resource")),
         Rule::SelfOr(p) if own || caller.role.allows(p) => Ok(()),
         Rule::SelfOr(_) => Err(forbidden()),
         Rule::Own { local_only: true, .. } if target.is_some_and(|t| t.source != "local") => {
@@ -178,6 +183,11 @@ rule_extractor!(
     /// A caller whose role has permission `P`.
     Allowed<P>,
     Rule::Role(P::PERMISSION)
+);
+rule_extractor!(
+    /// A caller whose role has permission `P`; 404 for anyone else.
+    AllowedElseNotFound<P>,
+    Rule::RoleElseNotFound(P::PERMISSION)
 );
 rule_extractor!(
     /// The caller is the path's `{user_id}`, or has permission `P`.

@@ -51,7 +51,7 @@ async fn roles_and_features() {
     let reply = app
         .send(req(Method::PUT, "/acme/v1/account").basic("olga", PASSWORD).json(&json!({"display_name": "x"})).done())
         .await;
-    assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
     let reply = app.send(req(Method::GET, "/acme/v1/account").basic("vic", PASSWORD).done()).await;
     assert_error(&reply, StatusCode::FORBIDDEN, "forbidden");
     let reply = app.send(req(Method::GET, "/acme/v1/features").basic("olga", PASSWORD).done()).await;
@@ -65,4 +65,50 @@ async fn roles_and_features() {
     }
     let reply = app.send(req(Method::GET, "/acme/v1/features").done()).await;
     assert_error(&reply, StatusCode::UNAUTHORIZED, "unauthorized");
+}
+
+/// The API answers 404 to a `PUT /account` of an issuer that may not change it: operators and viewers.
+#[tokio::test]
+async fn only_an_administrator_changes_the_account_and_anyone_else_gets_404() {
+    let app = TestApp::new().await;
+    app.add_user("acme", "olga", "operator").await;
+    app.add_user("acme", "vic", "viewer").await;
+    for user in ["olga", "vic"] {
+        let reply = app
+            .send(req(Method::PUT, "/acme/v1/account").basic(user, PASSWORD).json(&json!({"display_name": "x"})).done())
+            .await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    }
+    let reply = app.send(req(Method::GET, "/acme/v1/account").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["display_name"], "acme", "nothing changed");
+}
+
+/// Partial updates of different fields at the same time all take effect: each request writes only its fields.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_partial_account_updates_keep_every_field() {
+    let app = std::sync::Arc::new(TestApp::new().await);
+    for round in 0..8 {
+        let bodies = [
+            json!({"display_name": format!("Acme {round}")}),
+            json!({"contact_email": format!("noc{round}@acme.example")}),
+            json!({"timezone": if round % 2 == 0 { "Europe/Berlin" } else { "America/New_York" }}),
+        ];
+        let sends = bodies.into_iter().map(|body| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.send(req(Method::PUT, "/acme/v1/account").basic("alice", PASSWORD).json(&body).done()).await.status
+            })
+        });
+        for send in sends.collect::<Vec<_>>() {
+            assert_eq!(send.await.unwrap(), StatusCode::OK);
+        }
+        let reply = app.send(req(Method::GET, "/acme/v1/account").basic("alice", PASSWORD).done()).await;
+        assert_eq!(reply.body["display_name"], format!("Acme {round}"), "round {round}");
+        assert_eq!(reply.body["contact_email"], format!("noc{round}@acme.example"), "round {round}");
+        assert_eq!(
+            reply.body["timezone"],
+            if round % 2 == 0 { "Europe/Berlin" } else { "America/New_York" },
+            "round {round}"
+        );
+    }
 }

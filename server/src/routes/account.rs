@@ -7,11 +7,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::users::is_email;
 use crate::{
     AppState,
-    access::{Allowed, perm},
+    access::{Allowed, AllowedElseNotFound, perm},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
-    store::Customer,
+    store::{AccountChange, Customer},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -53,7 +53,8 @@ async fn get_account(Allowed(caller, _): Allowed<perm::ReadAccount>) -> AppResul
     Ok(axum::Json(account_body(&caller.customer)))
 }
 
-/// Change the account's display name, contact e-mail and time zone. The name cannot change.
+/// Change the account's display name, contact e-mail and time zone; fields left out keep their value (each
+/// field is written on its own, so concurrent partial updates do not undo each other). The name cannot change.
 #[utoipa::path(
     put, path = "/account", tag = "account",
     request_body = AccountUpdate,
@@ -61,12 +62,12 @@ async fn get_account(Allowed(caller, _): Allowed<perm::ReadAccount>) -> AppResul
         (status = 200, description = "The updated account", body = Account),
         (status = 400, description = "Invalid information (`invalid_account` with details), or a different name (`immutable_field`)", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
-        (status = 403, description = "Only administrators change the account", body = ErrorBody),
+        (status = 404, description = "The caller is not an administrator (the API answers 404 to an issuer not authorized to change the account)", body = ErrorBody),
     )
 )]
 async fn put_account(
     State(state): State<AppState>,
-    Allowed(caller, _): Allowed<perm::WriteAccount>,
+    AllowedElseNotFound(caller, _): AllowedElseNotFound<perm::WriteAccount>,
     Json(update): Json<AccountUpdate>,
 ) -> AppResult<axum::Json<Account>> {
     let c = &caller.customer;
@@ -78,20 +79,23 @@ async fn put_account(
             format!("The account name is {:?} and cannot change.", c.name),
         ));
     }
-    let display_name = update.display_name.unwrap_or_else(|| c.display_name.clone());
-    let contact_email = update.contact_email.unwrap_or_else(|| c.contact_email.clone());
-    let timezone = update.timezone.unwrap_or_else(|| c.timezone.clone());
     let mut problems = Vec::new();
-    if display_name.trim().is_empty()
-        || display_name.chars().count() > 200
-        || display_name.chars().any(char::is_control)
+    if let Some(display_name) = &update.display_name
+        && (display_name.trim().is_empty()
+            || display_name.chars().count() > 200
+            || display_name.chars().any(char::is_control))
     {
         problems.push("display_name: 1 to 200 characters, without control characters.".to_string());
     }
-    if !contact_email.is_empty() && !is_email(&contact_email) {
+    if let Some(contact_email) = &update.contact_email
+        && !contact_email.is_empty()
+        && !is_email(contact_email)
+    {
         problems.push(format!("contact_email: {contact_email:?} is not an e-mail address."));
     }
-    if !is_timezone(&timezone) {
+    if let Some(timezone) = &update.timezone
+        && !is_timezone(timezone)
+    {
         problems.push(format!("timezone: {timezone:?} is not UTC or an IANA time zone name such as Europe/Berlin."));
     }
     if !problems.is_empty() {
@@ -101,11 +105,12 @@ async fn put_account(
             details: problems,
         });
     }
-    let updated = state
-        .store
-        .update_customer(c.id, display_name.trim(), &contact_email, &timezone)
-        .await?
-        .ok_or(AppError::NotFound("account"))?;
+    let change = AccountChange {
+        display_name: update.display_name.map(|d| d.trim().to_string()),
+        contact_email: update.contact_email,
+        timezone: update.timezone,
+    };
+    let updated = state.store.update_customer(c.id, &change).await?.ok_or(AppError::NotFound("account"))?;
     Ok(axum::Json(account_body(&updated)))
 }
 

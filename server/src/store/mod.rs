@@ -26,6 +26,14 @@ pub struct NewCustomer {
     pub contact_email: String,
 }
 
+/// Changes to a customer's account; `None` keeps the value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountChange {
+    pub display_name: Option<String>,
+    pub contact_email: Option<String>,
+    pub timezone: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserRecord {
     pub id: String,
@@ -253,13 +261,9 @@ pub trait Store: Send + Sync + 'static {
     /// Records that the code of `step` was used; false when that step or a later one was used already.
     async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool>;
 
-    async fn update_customer(
-        &self,
-        id: CustomerId,
-        display_name: &str,
-        contact_email: &str,
-        timezone: &str,
-    ) -> StoreResult<Option<Customer>>;
+    /// Sets the fields of `change` that are present, each on its own (a concurrent change of another field
+    /// is kept).
+    async fn update_customer(&self, id: CustomerId, change: &AccountChange) -> StoreResult<Option<Customer>>;
 
     async fn create_task(&self, task: &TaskRecord) -> StoreResult<()>;
     async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>>;

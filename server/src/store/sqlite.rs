@@ -590,19 +590,15 @@ impl Store for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn update_customer(
-        &self,
-        id: CustomerId,
-        display_name: &str,
-        contact_email: &str,
-        timezone: &str,
-    ) -> StoreResult<Option<Customer>> {
+    async fn update_customer(&self, id: CustomerId, change: &AccountChange) -> StoreResult<Option<Customer>> {
         let row = sqlx::query(
-            "UPDATE customers SET display_name = ?, contact_email = ?, timezone = ? WHERE id = ? RETURNING *",
+            "UPDATE customers SET display_name = COALESCE(?, display_name), contact_email = COALESCE(?, contact_email),
+                                  timezone = COALESCE(?, timezone)
+             WHERE id = ? RETURNING *",
         )
-        .bind(display_name)
-        .bind(contact_email)
-        .bind(timezone)
+        .bind(&change.display_name)
+        .bind(&change.contact_email)
+        .bind(&change.timezone)
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
