@@ -271,6 +271,13 @@ impl Granularity {
         }
     }
 
+    /// The earliest bucket start a query of this granularity may ask for at `now_ms` (None: no limit): the
+    /// retention, plus one bucket of slack for a client clock a little behind the server's. Engines drop only
+    /// buckets before it, so a query starting at or after it reads every bucket of its span.
+    pub fn kept_from(self, now_ms: i64) -> Option<i64> {
+        self.retention_ms().map(|r| now_ms.saturating_sub(r).saturating_sub(self.millis()))
+    }
+
     /// The listed grouping sets after the granularity.
     pub fn delivery_groupings(self) -> &'static [&'static str] {
         match self {
@@ -785,17 +792,21 @@ pub fn validate(family: Family, raw: &RawQuery, now_ms: i64) -> Result<Query, Ve
         _ => limit.unwrap_or(SECURITY_DEFAULT_LIMIT),
     };
 
-    // Granularity guidance: spans ending within a week: any; within three months: hour or day; older: day.
-    if let (Some(g), Some(end)) = (granularity, end_ms) {
-        let age = now_ms - end;
-        let week = 7 * 86_400_000;
-        if g == Granularity::FiveMinute && age > week {
-            problems.push(
-                "5-minute data is kept for one week: for a span ending more than a week ago use hour or day".into(),
-            );
-        } else if g == Granularity::Hour && age > 92 * 86_400_000 {
-            problems.push("hourly data covers three months at most: for older spans use day".into());
-        }
+    // Rollups are kept for their retention: a span reaching further back would be answered with rows missing,
+    // so it is refused, saying from when the granularity is kept and what to use instead.
+    if let (Some(g), Some(start)) = (granularity, start_ms)
+        && let Some(from) = g.kept_from(now_ms).map(|ms| ms.saturating_add(999).div_euclid(1000).saturating_mul(1000))
+        && start < from
+    {
+        let (kept, instead) = match g {
+            Granularity::FiveMinute => ("5-minute data is kept for one week", "hour or day"),
+            _ => ("hourly data is kept for 31 days", "day"),
+        };
+        problems.push(format!(
+            "{kept}: with granularity {} starttime must be {} or later; use {instead} for older spans",
+            g.as_str(),
+            format_time(from)
+        ));
     }
 
     if !problems.is_empty() {
@@ -1050,6 +1061,32 @@ mod tests {
             ])[0]
                 .contains("one week")
         );
+        // Retention bounds the span's start, not its end: half a span outside what is kept is refused too,
+        // naming the earliest start (retention plus one bucket, rounded up to the second) and the fallback.
+        let at = |g: &str, start: &str| {
+            validate(
+                Family::Delivery,
+                &raw(&[
+                    ("starttime", start),
+                    ("endtime", "2025-12-31T00:00:00"),
+                    ("metrics", "hits"),
+                    ("granularity", g),
+                ]),
+                NOW,
+            )
+        };
+        let refused = at("5minute", "2025-12-24T23:54:59").unwrap_err();
+        assert_eq!(
+            refused,
+            ["5-minute data is kept for one week: with granularity 5minute starttime must be 2025-12-24T23:55:00 or \
+              later; use hour or day for older spans"]
+        );
+        assert!(at("5minute", "2025-12-24T23:55:00").is_ok());
+        let refused = at("hour", "2025-11-30T22:00:00").unwrap_err();
+        assert!(refused[0].contains("hourly data is kept for 31 days"), "{refused:?}");
+        assert!(refused[0].contains("2025-11-30T23:00:00 or later; use day"), "{refused:?}");
+        assert!(at("hour", "2025-11-30T23:00:00").is_ok());
+        assert!(at("day", "2020-01-01T00:00:00").is_ok(), "daily data is kept for ever");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum AppError {
     UnsupportedMediaType(String),
     #[error("too many requests")]
     TooManyRequests { message: String, retry_after_secs: u64 },
+    /// The server cannot hold what the request would store; nothing was stored.
+    #[error("{0}")]
+    InsufficientStorage(String),
     /// Anything else: logged with its cause, answered as 500 without details.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -85,6 +88,9 @@ impl AppError {
             }
             AppError::TooManyRequests { message, .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message.clone(), &[])
+            }
+            AppError::InsufficientStorage(m) => {
+                (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", m.clone(), &[])
             }
             AppError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -132,3 +132,88 @@ fn ingest_loads_ndjson_files_reporting_bad_lines_by_file_and_number() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// `serve` on a free port with its stderr collected: the child, its address, and a thread that returns the
+/// stderr once the process ends. None when the server stopped before it listened.
+fn serve(data_dir: &std::path::Path) -> (std::process::Child, Option<String>, std::thread::JoinHandle<String>) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent", "--data-dir"])
+        .arg(data_dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = lines.find_map(|l| l.ok()?.strip_prefix("Edge Console: ").map(|a| a.trim_end_matches('/').to_string()));
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, base, errors)
+}
+
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[test]
+fn a_logged_batch_that_cannot_be_applied_is_skipped_and_reported_and_the_server_starts() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("root:{PASSWORD}")));
+    // One batch through the running server, killed before it writes a snapshot: the batch is only in the log.
+    let (mut child, base, _) = serve(dir.path());
+    let base = base.expect("the server listens");
+    let record = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/","hits":2}"#;
+    let reply = ureq::post(&format!("{base}/acme/v1/ingest/accesslogs"))
+        .set("Authorization", &basic)
+        .set("Content-Type", "application/x-ndjson")
+        .send_string(&[record; 3].join("\n"))
+        .unwrap();
+    assert_eq!(reply.into_string().unwrap(), r#"{"accepted":3,"rejected":[]}"#);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The log becomes: that batch (1), a whole, checksummed batch that cannot be decoded (2), that batch again (3).
+    let wal = dir.path().join("stats/wal.bin");
+    let good = std::fs::read(&wal).unwrap();
+    assert_eq!(u64::from_le_bytes(good[4..12].try_into().unwrap()), 1, "one batch, sequence number 1");
+    let payload = b"not a security event";
+    let mut bad = Vec::new();
+    bad.extend_from_slice(&good[..4]);
+    bad.extend_from_slice(&2u64.to_le_bytes());
+    bad.push(1);
+    bad.extend_from_slice(&1i64.to_le_bytes());
+    bad.extend_from_slice(&1u32.to_le_bytes());
+    bad.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bad.extend_from_slice(&fnv64(payload).to_le_bytes());
+    bad.extend_from_slice(payload);
+    let mut again = good.clone();
+    again[4..12].copy_from_slice(&3u64.to_le_bytes());
+    std::fs::write(&wal, [good, bad.clone(), again].concat()).unwrap();
+
+    // It used to refuse to start; now it skips batch 2, reports it, keeps it aside, and applies batch 3.
+    let (mut child, base, errors) = serve(dir.path());
+    let Some(base) = base else {
+        panic!("the server did not start: {}", errors.join().unwrap());
+    };
+    let day = "starttime=2026-01-01T00:00:00&endtime=2026-01-02T00:00:00&metrics=hits&granularity=day";
+    let body: serde_json::Value = ureq::get(&format!("{base}/acme/v1/stats/data?{day}"))
+        .set("Authorization", &basic)
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(body["rows"][0][2], 12, "both good batches: {body}");
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let stderr = errors.join().unwrap();
+    assert!(stderr.contains("statistics log: skipped a batch that cannot be applied"), "{stderr}");
+    assert!(stderr.contains("seq=2"), "{stderr}");
+    assert_eq!(std::fs::read(dir.path().join("stats/skipped-batch-2.bin")).unwrap(), bad, "kept aside as it was");
+}

@@ -183,6 +183,93 @@ async fn slices_carry_next_and_prev_addresses_and_the_limit_is_capped() {
 }
 
 #[tokio::test]
+async fn paging_near_the_largest_integers_neither_panics_nor_loses_rows() {
+    let app = security_fixture().await;
+    // Security limits have no upper bound: start + limit overflowed (a panic in debug, no rows in release).
+    let huge = "start=1&limit=18446744073709551615";
+    let reply = get(&app, &format!("/stats/security/request/trends/data?{HOUR_10_TO_12}&dimensions=waf_action&metrics=hits&granularity=hour&sortby=-hits,waf_action&{huge}")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T11:00:00", "2025-12-31T12:00:00", "ALLOW", 1],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "BLOCK", 1],
+            ["2025-12-31T10:00:00", "2025-12-31T11:00:00", "WARN", 1]
+        ])
+    );
+    let reply =
+        get(&app, &format!("/stats/security/events/data?{HOUR_10_TO_12}&dimensions=client_ip&sortby=client_ip&{huge}"))
+            .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body["rows"],
+        json!([
+            ["2025-12-31T10:02:00", "192.0.2.2"],
+            ["2025-12-31T10:10:00", "192.0.2.3"],
+            ["2025-12-31T10:20:00", "192.0.2.4"]
+        ])
+    );
+    assert_eq!(reply.body["total_results"], 4);
+    // The largest start: no rows, no next slice, and a previous one.
+    let base = "/stats/data?starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&dimensions=country&metrics=hits&granularity=5minute";
+    let reply = get(&app, &format!("{base}&start=18446744073709551615&limit=2")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["rows"], json!([]));
+    assert_eq!(reply.body["next_uri"], "");
+    assert!(reply.body["prev_uri"].as_str().unwrap().ends_with("&limit=2&start=18446744073709551613"));
+}
+
+#[tokio::test]
+async fn a_slice_of_no_rows_has_no_next_or_previous_address() {
+    let app = fixture().await;
+    let base = "/stats/data?starttime=2025-12-31T10:00:00&endtime=2025-12-31T11:00:00&dimensions=country&metrics=hits&granularity=5minute";
+    for start in ["0", "1"] {
+        let reply = get(&app, &format!("{base}&start={start}&limit=0")).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        assert_eq!(reply.body["rows"], json!([]));
+        assert_eq!(reply.body["total_results"], 3, "limit=0 still counts");
+        // Before: next_uri was this very request, so a client following it looped for ever.
+        assert_eq!(reply.body["next_uri"], "", "start={start}");
+        assert_eq!(reply.body["prev_uri"], "", "start={start}");
+    }
+}
+
+#[tokio::test]
+async fn spans_reaching_before_what_a_granularity_keeps_are_refused_with_the_reason() {
+    let app = fixture().await;
+    // The clock is at 2026-01-01T00:00:00: hourly rollups reach back to 2025-11-30T23:00:00 (31 days and one
+    // bucket), 5-minute ones to 2025-12-24T23:55:00. Such spans used to answer 200 with rows missing.
+    for (q, needle) in [
+        (
+            "starttime=2025-11-20T00:00:00&endtime=2025-12-31T12:00:00&granularity=hour",
+            "hourly data is kept for 31 days: with granularity hour starttime must be 2025-11-30T23:00:00 or later; use day for older spans",
+        ),
+        (
+            "starttime=2025-12-20T00:00:00&endtime=2025-12-31T12:00:00&granularity=5minute",
+            "5-minute data is kept for one week: with granularity 5minute starttime must be 2025-12-24T23:55:00 or later; use hour or day for older spans",
+        ),
+    ] {
+        let reply = get(&app, &format!("/stats/data?{q}&metrics=hits")).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_parameter");
+        assert_eq!(reply.body["details"], json!([{"message": needle}]), "{q}");
+        let trends = get(&app, &format!("/stats/security/waf/trends/data?{q}&metrics=hits")).await;
+        assert_error(&trends, StatusCode::BAD_REQUEST, "invalid_parameter");
+    }
+    // From the first kept bucket on, every row is there.
+    let reply = get(
+        &app,
+        "/stats/data?starttime=2025-11-30T23:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=hour",
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["total_results"], 2);
+    let reply =
+        get(&app, "/stats/data?starttime=2025-11-20T00:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=day")
+            .await;
+    assert_eq!(reply.body["rows"], json!([["2025-12-31T00:00:00", "2026-01-01T00:00:00", 11]]));
+}
+
+#[tokio::test]
 async fn time_rules_and_grouping_sets_are_enforced_with_400() {
     let app = fixture().await;
     for (q, needle) in [
@@ -459,6 +546,57 @@ async fn bad_lines_are_reported_by_number_and_good_ones_kept() {
 }
 
 #[tokio::test]
+async fn every_text_field_of_a_record_is_capped_at_4096_bytes() {
+    let app = TestApp::new().await;
+    let long = "x".repeat(4097);
+    let mut lines = Vec::new();
+    for field in ["browser_name", "country", "country_code", "device_os", "device_type", "property", "request_type"] {
+        let mut record = access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, "/");
+        record[field] = json!(long);
+        lines.push(record);
+    }
+    let mut fits = access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, "/");
+    fits["browser_name"] = json!("y".repeat(4096));
+    lines.push(fits);
+    let reply = ingest(&app, "accesslogs", ndjson(&lines)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["accepted"], 1, "only the record within the cap: {}", reply.body);
+    let rejected = reply.body["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 7);
+    assert_eq!(rejected[0]["message"], "browser_name is 4097 bytes long; text fields hold at most 4096");
+    assert_eq!(rejected[5]["message"], "property is 4097 bytes long; text fields hold at most 4096");
+
+    let mut lines = Vec::new();
+    for field in [
+        "event_type",
+        "event_severity",
+        "waf_action",
+        "rule_id",
+        "property",
+        "client_ip",
+        "client_connection_remote_ip",
+        "client_browser",
+        "client_country_code",
+        "source",
+    ] {
+        let mut record = event("2025-12-31T10:00:00", "waf", "BLOCK", "BLOCK", "942100", "CN", "192.0.2.1");
+        record[field] = json!(long);
+        lines.push(record);
+    }
+    let reply = ingest(&app, "securityevents", ndjson(&lines)).await;
+    assert_eq!(reply.body["accepted"], 0, "{}", reply.body);
+    let messages: Vec<&str> =
+        reply.body["rejected"].as_array().unwrap().iter().map(|r| r["message"].as_str().unwrap()).collect();
+    assert_eq!(messages.len(), 10);
+    assert!(messages.iter().all(|m| m.ends_with("is 4097 bytes long; text fields hold at most 4096")), "{messages:?}");
+    // A report quoting what was sent stays short, whatever was sent.
+    let reply = ingest(&app, "securityevents", format!("{{\"{long}\":1}}\n{{\"timestamp\":\"{long}\"}}")).await;
+    for r in reply.body["rejected"].as_array().unwrap() {
+        assert!(r["message"].as_str().unwrap().len() <= 303, "{}", r["message"]);
+    }
+}
+
+#[tokio::test]
 async fn one_customers_statistics_are_invisible_to_another() {
     let app = fixture().await;
     let reply = app
@@ -484,7 +622,13 @@ async fn retention_drops_old_rollups_and_events() {
     assert_eq!(events.body["total_results"], 0, "raw events older than the previous three days are gone");
     app.advance(25 * 86_400_000);
     app.state.stats.enforce_retention(app.clock.now_ms()).unwrap();
-    assert_eq!(get(&app, &hourly).await.body["total_results"], 0);
+    assert_error(&get(&app, &hourly).await, StatusCode::BAD_REQUEST, "invalid_parameter");
+    let kept_from = edge_api::stats::Granularity::Hour.kept_from(app.clock.now_ms()).unwrap();
+    let newer = format!(
+        "/stats/data?starttime={}&endtime=2026-02-03T00:00:00&metrics=hits&granularity=hour",
+        edge_api::stats::format_time(kept_from - kept_from.rem_euclid(1000) + 1000)
+    );
+    assert_eq!(get(&app, &newer).await.body["total_results"], 0, "the hourly rows of 2025-12-31 are gone");
     let daily =
         get(&app, "/stats/data?starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=day")
             .await;
@@ -516,4 +660,72 @@ async fn ingested_data_survives_a_restart_from_the_log_and_from_a_checkpoint() {
         let body: Value = serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
         assert_eq!(body["rows"], expected, "after a restart (checkpoint: {checkpoint})");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_stay_in_time_order_for_a_query_racing_an_out_of_order_ingestion() {
+    let app = std::sync::Arc::new(TestApp::new().await);
+    // Events arriving newest first leave the raw events unsorted until a query sorts them.
+    let at = |s: i64| edge_api::stats::format_time(common::T0 - 86_400_000 + s * 1000);
+    let preload: Vec<Value> =
+        (0..20_000).rev().map(|s| event(&at(s), "waf", "BLOCK", "BLOCK", "942100", "CN", "192.0.2.1")).collect();
+    assert_eq!(ingest(&app, "securityevents", ndjson(&preload)).await.body["accepted"], 20_000);
+    let writer = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            for i in 0..150 {
+                let e = event(&at((i * 7919) % 20_000), "waf", "WARN", "WARN", "913100", "US", "192.0.2.2");
+                assert_eq!(ingest(&app, "securityevents", e.to_string()).await.status, StatusCode::OK);
+            }
+        })
+    };
+    let day = "starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00";
+    let mut queries = 0;
+    while !writer.is_finished() || queries < 50 {
+        let reply = get(
+            &app,
+            &format!("/stats/security/events/data?{day}&dimensions=rule_id&sortby=-event_timestamp_ms&limit=50"),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let times: Vec<&str> = reply.body["rows"].as_array().unwrap().iter().map(|r| r[0].as_str().unwrap()).collect();
+        assert!(times.windows(2).all(|w| w[0] >= w[1]), "query {queries}: newest first, got {times:?}");
+        assert_eq!(times[0], at(19_999), "query {queries}: the newest event first");
+        queries += 1;
+    }
+    writer.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_batch_that_cannot_be_stored_is_refused_whole_and_never_logged() {
+    let app = TestApp::new().await;
+    // An engine whose dictionaries hold 8 distinct values a dimension, in a data dir of its own.
+    let stats_dir = app.dir.path().join("small");
+    let clock: std::sync::Arc<dyn edge_server::clock::Clock> = std::sync::Arc::new(app.clock.clone());
+    let open = || edge_server::stats::memory::MemoryEngine::open_with_limit(&stats_dir, clock.clone(), 8).unwrap();
+    let mut state = app.state.clone();
+    state.stats = std::sync::Arc::new(open());
+    let app = TestApp { router: edge_server::app(state.clone()), state, clock: app.clock.clone(), dir: app.dir };
+    let urls = |from: usize, n: usize| -> String {
+        let lines: Vec<Value> = (from..from + n)
+            .map(|i| access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, &format!("/u{i}")))
+            .collect();
+        ndjson(&lines)
+    };
+    assert_eq!(ingest(&app, "accesslogs", urls(0, 5)).await.body["accepted"], 5);
+    let logged = app.state.stats.log_bytes();
+    // Five more distinct URLs than the dictionary holds: 507, nothing stored, nothing logged.
+    let reply = ingest(&app, "accesslogs", urls(5, 5)).await;
+    assert_error(&reply, StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage");
+    assert_eq!(app.state.stats.log_bytes(), logged, "the refused batch was not logged");
+    let hits = "/stats/data?starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=day";
+    assert_eq!(get(&app, hits).await.body["rows"][0][2], 5);
+    // Known values still go in; and the log replays (it used to hold the refused batch, and refused to open).
+    assert_eq!(ingest(&app, "accesslogs", urls(0, 3)).await.body["accepted"], 3);
+    let expected = get(&app, hits).await.body["rows"].clone();
+    assert_eq!(expected[0][2], 8);
+    let mut state = app.state.clone();
+    state.stats = std::sync::Arc::new(open());
+    let reopened = TestApp { router: edge_server::app(state.clone()), state, clock: app.clock.clone(), dir: app.dir };
+    assert_eq!(get(&reopened, hits).await.body["rows"], expected);
 }

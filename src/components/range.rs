@@ -49,18 +49,14 @@ pub fn resolve(preset: &str, start: &str, end: &str, now: i64) -> Option<Range> 
     }
 }
 
-/// The granularities the retention guidance allows for a range ending at `end`: all within a week, hour and
-/// day within three months, day before.
+/// The granularities whose rollups are still kept for the whole range (the server refuses the others), finest
+/// first; 5-minute only for spans of at most 8 days.
 pub fn allowed_granularities(range: Range, now: i64) -> Vec<Granularity> {
-    let age = now - range.end;
-    let mut all = vec![Granularity::Day];
-    if age <= 92 * 86_400_000 {
-        all.insert(0, Granularity::Hour);
-    }
-    if age <= 7 * 86_400_000 && range.span() <= 8 * 86_400_000 {
-        all.insert(0, Granularity::FiveMinute);
-    }
-    all
+    Granularity::ALL
+        .into_iter()
+        .filter(|g| g.kept_from(now).is_none_or(|from| range.start >= from))
+        .filter(|g| *g != Granularity::FiveMinute || range.span() <= 8 * 86_400_000)
+        .collect()
 }
 
 /// The granularity that suits a span best (about 50 to 300 points).

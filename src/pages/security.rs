@@ -13,7 +13,7 @@ use crate::{
     components::{
         chart::{bar_chart, colour_hex, short_number, time_chart},
         errors::ApiErrorNotice,
-        range::{Range, RangePicker, now_ms, resolve},
+        range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
     },
     pages::{
         stats::{series_of, value_text},
@@ -25,14 +25,17 @@ const EVENTS_PER_PAGE: u64 = 25;
 const EVENT_COLUMNS: [&str; 7] =
     ["client_ip", "client_country_code", "event_action", "rule_id", "event_severity", "domain", "request_path"];
 
+/// The span's natural granularity, or the finest one still kept for the whole span.
 fn granularity_for(r: Range) -> Granularity {
-    if r.span() <= 86_400_000 {
+    let natural = if r.span() <= 86_400_000 {
         Granularity::FiveMinute
     } else if r.span() <= 8 * 86_400_000 {
         Granularity::Hour
     } else {
         Granularity::Day
-    }
+    };
+    let allowed = allowed_granularities(r, now_ms());
+    if allowed.contains(&natural) { natural } else { allowed.first().copied().unwrap_or(Granularity::Day) }
 }
 
 fn trend_params(r: Range, dim: &str) -> Vec<(&'static str, String)> {

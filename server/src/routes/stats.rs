@@ -27,7 +27,7 @@ use crate::{
     auth::Caller,
     error::{AppError, AppResult},
     extract,
-    stats::{Answer, Cell, QueryError, ingest},
+    stats::{Answer, Cell, IngestError, QueryError, ingest},
 };
 
 /// The families a statistics path answers for (every category of a `{category}` path); none for other paths.
@@ -246,13 +246,16 @@ fn write_response(family: Family, q: &Query, a: &Answer, customer: &str, uri: &a
     }
     let _ = write!(out, "],\"total_results\":{}", a.total);
     if family == Family::Delivery {
-        let next = q.start + q.limit;
+        // A slice of no rows has no next or previous slice: its address would be its own, and a client
+        // following next_uri would never stop.
+        let next = q.start.saturating_add(q.limit);
+        let (has_next, has_prev) = (q.limit > 0 && next < a.total, q.limit > 0 && q.start > 0);
         out.push_str(",\"uri\":");
         json_str(&mut out, &uri.to_string());
         out.push_str(",\"next_uri\":");
-        json_str(&mut out, &if next < a.total { with_start(uri, next) } else { String::new() });
+        json_str(&mut out, &if has_next { with_start(uri, next) } else { String::new() });
         out.push_str(",\"prev_uri\":");
-        json_str(&mut out, &if q.start > 0 { with_start(uri, q.start.saturating_sub(q.limit)) } else { String::new() });
+        json_str(&mut out, &if has_prev { with_start(uri, q.start.saturating_sub(q.limit)) } else { String::new() });
     }
     out.push('}');
     out
@@ -463,17 +466,21 @@ async fn ingest_with<T: Send + 'static>(
     caller: &Caller,
     text: String,
     parse: fn(&str) -> (Vec<T>, Vec<edge_api::stats::RejectedLine>),
-    store: fn(&dyn crate::stats::StatsEngine, i64, &[T]) -> anyhow::Result<()>,
+    store: fn(&dyn crate::stats::StatsEngine, i64, &[T]) -> Result<(), IngestError>,
 ) -> AppResult<axum::Json<IngestResult>> {
     let engine = state.stats.clone();
     let customer = caller.customer.id;
-    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<IngestResult> {
+    let result = tokio::task::spawn_blocking(move || -> Result<IngestResult, IngestError> {
         let (good, rejected) = parse(&text);
         store(engine.as_ref(), customer, &good)?;
         Ok(IngestResult { accepted: good.len() as u64, rejected })
     })
     .await
-    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))??;
+    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))?
+    .map_err(|e| match e {
+        IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
+        IngestError::Internal(e) => AppError::Internal(e),
+    })?;
     Ok(axum::Json(result))
 }
 
@@ -488,6 +495,7 @@ async fn ingest_with<T: Send + 'static>(
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
         (status = 415, description = "Not NDJSON", body = ErrorBody),
+        (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
     ))]
 async fn ingest_access(
     State(state): State<AppState>,
@@ -509,6 +517,7 @@ async fn ingest_access(
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
         (status = 415, description = "Not NDJSON", body = ErrorBody),
+        (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
     ))]
 async fn ingest_security(
     State(state): State<AppState>,

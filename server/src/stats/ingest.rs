@@ -103,15 +103,48 @@ struct SecurityLine {
     request_path: String,
 }
 
-fn long_text(name: &str, v: &str) -> Result<(), String> {
-    if v.len() > 4096 {
-        return Err(format!("{name} is longer than 4096 bytes"));
+/// Longest text a field of a record may hold, in bytes.
+pub const MAX_TEXT_BYTES: usize = 4096;
+/// Longest message about a rejected line: it may quote what was sent.
+const MAX_MESSAGE_BYTES: usize = 300;
+
+/// Refuses the first of `fields` longer than [`MAX_TEXT_BYTES`].
+fn short_texts(fields: &[(&str, &str)]) -> Result<(), String> {
+    match fields.iter().find(|(_, v)| v.len() > MAX_TEXT_BYTES) {
+        Some((name, v)) => Err(format!("{name} is {} bytes long; text fields hold at most {MAX_TEXT_BYTES}", v.len())),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// `message` cut to [`MAX_MESSAGE_BYTES`] (at a character boundary), so a rejected line's report stays small
+/// whatever it quotes.
+fn clipped(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_BYTES {
+        let mut end = MAX_MESSAGE_BYTES;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
 }
 
 fn access(line: &str) -> Result<AccessRecord, String> {
     let l: AccessLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    short_texts(&[
+        ("timestamp", &l.timestamp),
+        ("browser_name", &l.browser_name),
+        ("content_type", &l.content_type),
+        ("country", &l.country),
+        ("country_code", &l.country_code),
+        ("device_os", &l.device_os),
+        ("device_type", &l.device_type),
+        ("domain", &l.domain),
+        ("property", &l.property),
+        ("request_type", &l.request_type),
+        ("request_url", &l.request_url),
+    ])?;
     let ts_ms = parse_time(&l.timestamp).map_err(|e| format!("timestamp: {e}"))?;
     if l.cache_status > 5 {
         return Err(format!("cache_status {} is not 0 to 5", l.cache_status));
@@ -127,9 +160,6 @@ fn access(line: &str) -> Result<AccessRecord, String> {
     }
     if l.domain.is_empty() || l.property.is_empty() {
         return Err("domain and property must not be empty".into());
-    }
-    for (name, v) in [("request_url", &l.request_url), ("domain", &l.domain), ("content_type", &l.content_type)] {
-        long_text(name, v)?;
     }
     let dims = [
         l.browser_name,
@@ -162,6 +192,22 @@ fn access(line: &str) -> Result<AccessRecord, String> {
 
 fn security(line: &str) -> Result<SecurityRecord, String> {
     let l: SecurityLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    short_texts(&[
+        ("timestamp", &l.timestamp),
+        ("source", &l.source),
+        ("event_type", &l.event_type),
+        ("event_action", &l.event_action),
+        ("event_severity", &l.event_severity),
+        ("waf_action", &l.waf_action),
+        ("rule_id", &l.rule_id),
+        ("domain", &l.domain),
+        ("property", &l.property),
+        ("client_ip", &l.client_ip),
+        ("client_connection_remote_ip", &l.client_connection_remote_ip),
+        ("client_browser", &l.client_browser),
+        ("client_country_code", &l.client_country_code),
+        ("request_path", &l.request_path),
+    ])?;
     let ts_ms = parse_time(&l.timestamp).map_err(|e| format!("timestamp: {e}"))?;
     if !["waf", "trafficshaping"].contains(&l.source.as_str()) {
         return Err(format!("source {:?} is not waf or trafficshaping", l.source));
@@ -174,9 +220,6 @@ fn security(line: &str) -> Result<SecurityRecord, String> {
     }
     if l.domain.is_empty() {
         return Err("domain must not be empty".into());
-    }
-    for (name, v) in [("request_path", &l.request_path), ("domain", &l.domain)] {
-        long_text(name, v)?;
     }
     let id = |n: &str| super::dim_id(n).unwrap_or(0);
     let dims = vec![
@@ -209,7 +252,7 @@ fn parse<T>(body: &str, one: fn(&str) -> Result<T, String>) -> (Vec<T>, Vec<Reje
         }
         match one(line) {
             Ok(r) => good.push(r),
-            Err(message) => bad.push(RejectedLine { line: i as u64 + 1, message }),
+            Err(message) => bad.push(RejectedLine { line: i as u64 + 1, message: clipped(message) }),
         }
     }
     (good, bad)

@@ -15,14 +15,17 @@ use anyhow::Context;
 use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query, TOPK_URL_GROUPINGS};
 use rustc_hash::FxHashMap;
 
-use super::{AccessRecord, Answer, Cell, DIMS, Footprint, QueryError, SecurityRecord, StatsEngine, dim_id};
+use super::{
+    AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityRecord, StatsEngine, dim_id,
+};
 use crate::{clock::Clock, store::CustomerId};
 
 const METRICS: usize = 8;
 const HITS: usize = 1;
 /// Dictionary ids are packed 25 bits each into a 128-bit key (at most 5 dimensions a rollup).
 const ID_BITS: u32 = 25;
-const MAX_IDS: usize = 1 << ID_BITS;
+/// Distinct values one dimension of one customer can hold.
+pub const MAX_IDS: usize = 1 << ID_BITS;
 /// Raw security events are kept for the previous three days plus today.
 const EVENT_DAYS: i64 = 3;
 /// Security event dimensions stored with each raw event (ids into [`DIMS`]).
@@ -145,16 +148,26 @@ struct Dict {
 }
 
 impl Dict {
-    fn id(&mut self, v: &str) -> anyhow::Result<u32> {
+    /// The id of `v`, added if new; None when the dictionary already holds `max` values.
+    fn id(&mut self, v: &str, max: usize) -> Option<u32> {
         if let Some(id) = self.ids.get(v) {
-            return Ok(*id);
+            return Some(*id);
         }
-        anyhow::ensure!(self.values.len() < MAX_IDS, "too many distinct values of one dimension");
+        if self.values.len() >= max {
+            return None;
+        }
         let id = self.values.len() as u32;
         let v: Arc<str> = Arc::from(v);
         self.values.push(v.clone());
         self.ids.insert(v, id);
-        Ok(id)
+        Some(id)
+    }
+
+    /// Forgets the values added after the first `len`.
+    fn truncate(&mut self, len: usize) {
+        for v in self.values.drain(len.min(self.values.len())..) {
+            self.ids.remove(&v);
+        }
     }
 
     fn get(&self, v: &str) -> Option<u32> {
@@ -268,6 +281,8 @@ pub struct MemoryEngine {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
+    /// Distinct values a dimension of one customer may hold ([`MAX_IDS`] unless opened for a test).
+    max_ids: usize,
     tenants: RwLock<HashMap<CustomerId, Arc<RwLock<Tenant>>>>,
     /// The write-ahead log; holding it also orders appends with checkpoints.
     wal: Mutex<Wal>,
@@ -278,7 +293,10 @@ struct Wal {
     path: PathBuf,
     /// Sequence number of the last batch written.
     seq: u64,
+    /// Length of the log: everything before is whole batches.
     bytes: u64,
+    /// A failed write could not be cut off: nothing more may be appended behind it until a restart.
+    broken: bool,
 }
 
 const WAL_MAGIC: u32 = 0x4544_4757;
@@ -339,7 +357,7 @@ impl<'a> Dec<'a> {
     }
 }
 
-fn encode_access(records: &[AccessRecord]) -> Vec<u8> {
+fn wire_access(records: &[AccessRecord]) -> Vec<u8> {
     let mut e = Enc(Vec::with_capacity(records.len() * 200));
     for r in records {
         e.i64(r.ts_ms);
@@ -370,7 +388,7 @@ fn decode_access(mut d: Dec, count: u32) -> anyhow::Result<Vec<AccessRecord>> {
         .collect()
 }
 
-fn encode_security(records: &[SecurityRecord]) -> Vec<u8> {
+fn wire_security(records: &[SecurityRecord]) -> Vec<u8> {
     let mut e = Enc(Vec::with_capacity(records.len() * 150));
     for r in records {
         e.i64(r.ts_ms);
@@ -403,6 +421,13 @@ fn decode_security(mut d: Dec, count: u32) -> anyhow::Result<Vec<SecurityRecord>
 impl MemoryEngine {
     /// Opens the engine in `<data_dir>/stats`: loads the snapshot and replays the log after it.
     pub fn open(data_dir: &Path, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        Self::open_with_limit(data_dir, clock, MAX_IDS)
+    }
+
+    /// [`MemoryEngine::open`] with at most `max_ids` distinct values per dimension and customer (at most
+    /// [`MAX_IDS`]): tests reach the limit with a few records.
+    pub fn open_with_limit(data_dir: &Path, clock: Arc<dyn Clock>, max_ids: usize) -> anyhow::Result<Self> {
+        let max_ids = max_ids.min(MAX_IDS);
         let dir = data_dir.join("stats");
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let specs = all_specs();
@@ -423,8 +448,10 @@ impl MemoryEngine {
                 path: wal_path.clone(),
                 seq: applied,
                 bytes: 0,
+                broken: false,
             }),
             specs,
+            max_ids,
         };
         {
             let mut map = engine.tenants.write().unwrap_or_else(|e| e.into_inner());
@@ -465,15 +492,39 @@ impl MemoryEngine {
                 break;
             };
             let (s, kind, customer, count, payload) = batch;
+            let frame = &bytes[valid as usize..valid as usize + (before - d.0.len())];
             valid += (before - d.0.len()) as u64;
             if s <= applied {
                 continue;
             }
-            match kind {
-                0 => self.apply_access(customer, &decode_access(Dec(payload), count)?)?,
-                _ => self.apply_security(customer, &decode_security(Dec(payload), count)?)?,
-            }
             seq = s;
+            let result = match kind {
+                0 => decode_access(Dec(payload), count).map_err(IngestError::from).and_then(|records| {
+                    let encoded = self.encode_access(customer, &records)?;
+                    self.apply_access(customer, &records, &encoded);
+                    Ok(())
+                }),
+                _ => decode_security(Dec(payload), count).map_err(IngestError::from).and_then(|records| {
+                    let encoded = self.encode_security(customer, &records)?;
+                    self.apply_security(customer, &records, &encoded);
+                    Ok(())
+                }),
+            };
+            // A whole, checksummed batch that cannot be applied (written by an older version, or refused by a
+            // limit since lowered) is skipped and kept aside for the operator: the rest of the log still counts.
+            if let Err(e) = result {
+                let aside = self.dir.join(format!("skipped-batch-{s}.bin"));
+                let kept = fs::write(&aside, frame).and_then(|()| File::open(&aside)?.sync_all());
+                tracing::error!(
+                    seq = s,
+                    customer,
+                    records = count,
+                    error = %e,
+                    kept_in = %aside.display(),
+                    kept = kept.is_ok(),
+                    "statistics log: skipped a batch that cannot be applied"
+                );
+            }
         }
         Ok((seq, valid))
     }
@@ -491,16 +542,19 @@ impl MemoryEngine {
     }
 
     /// Appends a batch to the log and syncs it; then `apply` runs while the log is still held, so that a
-    /// checkpoint never falls between a logged batch and its application.
+    /// checkpoint never falls between a logged batch and its application. `apply` cannot fail: whatever could
+    /// refuse the batch happened before it was logged. A failed write is cut off the log, so that nothing
+    /// appended later sits behind a torn batch (replay stops at one).
     fn logged(
         &self,
         kind: u8,
         customer: CustomerId,
         count: usize,
         payload: Vec<u8>,
-        apply: impl FnOnce() -> anyhow::Result<()>,
+        apply: impl FnOnce(),
     ) -> anyhow::Result<()> {
         let mut wal = self.wal.lock().unwrap_or_else(|e| e.into_inner());
+        anyhow::ensure!(!wal.broken, "the statistics log could not be repaired after a failed write; restart");
         let seq = wal.seq + 1;
         let mut e = Enc(Vec::with_capacity(payload.len() + 45));
         e.u32(WAL_MAGIC);
@@ -511,42 +565,116 @@ impl MemoryEngine {
         e.u64(payload.len() as u64);
         e.u64(hash64(&payload));
         e.0.extend_from_slice(&payload);
-        wal.file.write_all(&e.0).context("writing the statistics log")?;
-        wal.file.sync_data().context("syncing the statistics log")?;
+        let written = wal.file.write_all(&e.0).context("writing the statistics log");
+        let written = written.and_then(|()| wal.file.sync_data().context("syncing the statistics log"));
+        if let Err(e) = written {
+            let len = wal.bytes;
+            if wal.file.set_len(len).and_then(|()| wal.file.sync_all()).is_err() {
+                wal.broken = true;
+            }
+            return Err(e);
+        }
         wal.seq = seq;
         wal.bytes += e.0.len() as u64;
-        apply()
+        apply();
+        Ok(())
     }
 
     fn retention_start(&self, g: Granularity) -> Option<i64> {
-        let now = self.clock.now_ms();
-        g.retention_ms().map(|r| now - r - g.millis())
+        g.kept_from(self.clock.now_ms())
     }
 
-    fn apply_access(&self, customer: CustomerId, records: &[AccessRecord]) -> anyhow::Result<()> {
+    /// Runs `encode` on a customer's dictionaries with `intern(dim, value)` giving ids; when a dictionary is
+    /// full, the values added so far are forgotten and nothing of the batch is stored.
+    fn encoded<T>(
+        &self,
+        customer: CustomerId,
+        encode: impl FnOnce(&mut dyn FnMut(usize, &str) -> Option<u32>) -> Option<T>,
+    ) -> Result<T, IngestError> {
+        let tenant = self.tenant(customer);
+        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
+        let lens: Vec<usize> = t.dicts.iter().map(|d| d.values.len()).collect();
+        let mut full = None;
+        let result = encode(&mut |dim, v| {
+            let id = t.dicts[dim].id(v, self.max_ids);
+            if id.is_none() {
+                full = Some(dim);
+            }
+            id
+        });
+        match (result, full) {
+            (Some(encoded), None) => Ok(encoded),
+            (_, dim) => {
+                for (d, len) in t.dicts.iter_mut().zip(lens) {
+                    d.truncate(len);
+                }
+                Err(IngestError::Full(format!(
+                    "{} already holds {} distinct values for this customer",
+                    DIMS[dim.unwrap_or(0)],
+                    self.max_ids
+                )))
+            }
+        }
+    }
+
+    /// Dictionary ids of each record's delivery dimensions, and of its country as a `client_country_code`
+    /// (request trends).
+    fn encode_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<Vec<[u32; 15]>, IngestError> {
+        let client_country = dim_id("client_country_code").unwrap_or(0);
+        let waf_action = dim_id("waf_action").unwrap_or(0);
+        self.encoded(customer, |id| {
+            id(waf_action, "ALLOW")?;
+            let mut encoded = Vec::with_capacity(records.len());
+            for r in records {
+                let mut e = [0u32; 15];
+                for (i, v) in r.dims.iter().enumerate() {
+                    e[i] = id(i, v)?;
+                }
+                e[14] = id(client_country, &r.dims[4])?;
+                encoded.push(e);
+            }
+            Some(encoded)
+        })
+    }
+
+    /// Dictionary ids of each event's dimensions, by [`DIMS`] id (absent ones: the empty value).
+    fn encode_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<Vec<Vec<u32>>, IngestError> {
+        let source = dim_id("source").unwrap_or(0);
+        let action = dim_id("event_action").unwrap_or(0);
+        self.encoded(customer, |id| {
+            id(source, "waf")?;
+            id(action, "RATE_LIMIT")?;
+            let mut encoded = Vec::with_capacity(records.len());
+            for r in records {
+                let mut e = vec![u32::MAX; DIMS.len()];
+                for (d, v) in &r.dims {
+                    e[*d] = id(*d, v)?;
+                }
+                for (d, slot) in e.iter_mut().enumerate() {
+                    if *slot == u32::MAX {
+                        *slot = id(d, "")?;
+                    }
+                }
+                encoded.push(e);
+            }
+            Some(encoded)
+        })
+    }
+
+    /// Adds encoded records (see [`MemoryEngine::encode_access`]) to every delivery rollup.
+    fn apply_access(&self, customer: CustomerId, records: &[AccessRecord], encoded: &[[u32; 15]]) {
         let tenant = self.tenant(customer);
         let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
         let t = &mut *t;
-        // Encode every record's dimensions once.
-        let mut encoded: Vec<[u32; 14]> = Vec::with_capacity(records.len());
-        for r in records {
-            let mut e = [0u32; 14];
-            for (i, v) in r.dims.iter().enumerate() {
-                e[i] = t.dicts[i].id(v)?;
-            }
-            encoded.push(e);
-        }
         let waf_action = dim_id("waf_action").unwrap_or(0);
         let client_country = dim_id("client_country_code").unwrap_or(0);
-        let allow = t.dicts[waf_action].id("ALLOW")?;
-        let countries: Vec<u32> =
-            records.iter().map(|r| t.dicts[client_country].id(&r.dims[4])).collect::<anyhow::Result<_>>()?;
+        let allow = t.dicts[waf_action].get("ALLOW").unwrap_or(0);
         for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
             let keep_from = self.retention_start(spec.granularity).unwrap_or(i64::MIN);
             let step = spec.granularity.millis();
             match spec.kind {
                 Kind::Delivery | Kind::TopKUrl => {
-                    for (r, e) in records.iter().zip(&encoded) {
+                    for (r, e) in records.iter().zip(encoded) {
                         if r.ts_ms < keep_from {
                             continue;
                         }
@@ -561,14 +689,15 @@ impl MemoryEngine {
                 }
                 Kind::RequestTrend => {
                     // Every logged request counts, as ALLOW: requests no security rule acted on.
-                    for ((r, e), country) in records.iter().zip(&encoded).zip(&countries) {
+                    for (r, e) in records.iter().zip(encoded) {
                         if r.ts_ms < keep_from {
                             continue;
                         }
                         let value = |d: usize| match d {
                             d if d == waf_action => allow,
-                            d if d == client_country => *country,
-                            d => e.get(d).copied().unwrap_or(0),
+                            d if d == client_country => e[14],
+                            d if d < 14 => e[d],
+                            _ => 0,
                         };
                         let bucket = r.ts_ms - r.ts_ms.rem_euclid(step);
                         let key = spec.dims.iter().fold(0u128, |k, d| (k << ID_BITS) | u128::from(value(*d)));
@@ -580,34 +709,21 @@ impl MemoryEngine {
             }
         }
         self.seal(t);
-        Ok(())
     }
 
-    fn apply_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()> {
+    /// Adds encoded events (see [`MemoryEngine::encode_security`]) to the raw events and every security
+    /// rollup.
+    fn apply_security(&self, customer: CustomerId, records: &[SecurityRecord], encoded: &[Vec<u32>]) {
         let tenant = self.tenant(customer);
         let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
         let t = &mut *t;
         let source = dim_id("source").unwrap_or(0);
         let action = dim_id("event_action").unwrap_or(0);
-        let waf = t.dicts[source].id("waf")?;
-        let rate_limit = t.dicts[action].id("RATE_LIMIT")?;
-        let mut encoded: Vec<Vec<u32>> = Vec::with_capacity(records.len());
-        for r in records {
-            let mut e = vec![u32::MAX; DIMS.len()];
-            for (id, v) in &r.dims {
-                e[*id] = t.dicts[*id].id(v)?;
-            }
-            // Dimensions a record lacks are the empty value.
-            for (i, slot) in e.iter_mut().enumerate() {
-                if *slot == u32::MAX {
-                    *slot = t.dicts[i].id("")?;
-                }
-            }
-            encoded.push(e);
-        }
+        let waf = t.dicts[source].get("waf").unwrap_or(u32::MAX);
+        let rate_limit = t.dicts[action].get("RATE_LIMIT").unwrap_or(u32::MAX);
         let now = self.clock.now_ms();
         let events_from = day_start(now) - EVENT_DAYS * 86_400_000;
-        for (r, e) in records.iter().zip(&encoded) {
+        for (r, e) in records.iter().zip(encoded) {
             if r.ts_ms < events_from {
                 continue;
             }
@@ -629,7 +745,7 @@ impl MemoryEngine {
             };
             let keep_from = self.retention_start(spec.granularity).unwrap_or(i64::MIN);
             let step = spec.granularity.millis();
-            for (r, e) in records.iter().zip(&encoded) {
+            for (r, e) in records.iter().zip(encoded) {
                 if r.ts_ms < keep_from || !wanted(e[source], waf, e[action], rate_limit) {
                     continue;
                 }
@@ -640,7 +756,6 @@ impl MemoryEngine {
             }
         }
         self.seal(t);
-        Ok(())
     }
 
     /// Drops the upsert indexes of buckets more than two of their own lengths behind the newest: they are a
@@ -686,7 +801,7 @@ impl MemoryEngine {
         for (bucket, values, metrics) in rows {
             let mut e = Vec::with_capacity(want.len());
             for (k, id) in want.iter().enumerate() {
-                e.push(t.dicts[*id].id(&values[order[k]])?);
+                e.push(t.dicts[*id].id(&values[order[k]], self.max_ids).context("dictionary full")?);
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
@@ -711,7 +826,7 @@ impl MemoryEngine {
             for (c, name) in EVENT_DIMS.iter().enumerate() {
                 let id = dim_id(name).unwrap_or(0);
                 let v = r.dims.iter().find(|(d, _)| *d == id).map(|(_, v)| v.as_str()).unwrap_or("");
-                row[c] = t.dicts[id].id(v)?;
+                row[c] = t.dicts[id].id(v, self.max_ids).context("dictionary full")?;
             }
             if t.events.ts.last().is_some_and(|last| *last > r.ts_ms) {
                 t.events.sorted = false;
@@ -1067,7 +1182,7 @@ impl MemoryEngine {
                 .collect(),
         };
         let per_day = q.family == Family::TopKUrl;
-        let want = (q.start + q.limit) as usize;
+        let want = usize::try_from(q.start.saturating_add(q.limit)).unwrap_or(usize::MAX);
 
         // Rows, either straight from the rollup (its rows are the answer's) or grouped from a finer one.
         let mut out: Vec<Row> = Vec::new();
@@ -1293,7 +1408,7 @@ impl MemoryEngine {
                 }
             }
         } else {
-            let mut top = TopK::new((q.start + q.limit).min(usize::MAX as u64) as usize);
+            let mut top = TopK::new(usize::try_from(q.start.saturating_add(q.limit)).unwrap_or(usize::MAX));
             for r in lo..hi {
                 if filter.pass(|c| ev.cols[c][r]) {
                     total += 1;
@@ -1335,18 +1450,22 @@ fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols:
 }
 
 impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> anyhow::Result<()> {
+    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<(), IngestError> {
         if records.is_empty() {
             return Ok(());
         }
-        self.logged(0, customer, records.len(), encode_access(records), || self.apply_access(customer, records))
+        let encoded = self.encode_access(customer, records)?;
+        let apply = || self.apply_access(customer, records, &encoded);
+        Ok(self.logged(0, customer, records.len(), wire_access(records), apply)?)
     }
 
-    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()> {
+    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<(), IngestError> {
         if records.is_empty() {
             return Ok(());
         }
-        self.logged(1, customer, records.len(), encode_security(records), || self.apply_security(customer, records))
+        let encoded = self.encode_security(customer, records)?;
+        let apply = || self.apply_security(customer, records, &encoded);
+        Ok(self.logged(1, customer, records.len(), wire_security(records), apply)?)
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
@@ -1357,14 +1476,15 @@ impl StatsEngine for MemoryEngine {
                 _ => self.query_rollups(&empty, customer_name, query),
             };
         };
-        if query.family == Family::Events {
-            let needs_sort = !tenant.read().unwrap_or_else(|e| e.into_inner()).events.sorted;
-            if needs_sort {
-                tenant.write().unwrap_or_else(|e| e.into_inner()).events.sort();
-            }
-        }
         let t = tenant.read().unwrap_or_else(|e| e.into_inner());
         match query.family {
+            Family::Events if !t.events.sorted => {
+                // Sorted and read under one lock: an ingestion in between could append out of order again.
+                drop(t);
+                let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
+                t.events.sort();
+                self.query_events(&t, customer_name, query)
+            }
             Family::Events => self.query_events(&t, customer_name, query),
             _ => self.query_rollups(&t, customer_name, query),
         }
@@ -1375,8 +1495,8 @@ impl StatsEngine for MemoryEngine {
         for tenant in tenants {
             let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
             for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
-                if let Some(r) = spec.granularity.retention_ms() {
-                    let keep = rollup.blocks.split_off(&(now_ms - r));
+                if let Some(from) = spec.granularity.kept_from(now_ms) {
+                    let keep = rollup.blocks.split_off(&from);
                     rollup.blocks = keep;
                 }
             }
@@ -1537,7 +1657,7 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
                 let len = r.u32()? as usize;
                 let mut b = vec![0u8; len];
                 r.0.read_exact(&mut b)?;
-                d.id(&String::from_utf8(b)?)?;
+                d.id(&String::from_utf8(b)?, MAX_IDS).context("dictionary full")?;
             }
         }
         for rollup in &mut t.rollups {

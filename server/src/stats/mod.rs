@@ -74,10 +74,10 @@ pub struct Footprint {
 }
 
 pub trait StatsEngine: Send + Sync + 'static {
-    /// Stores access-log records; durable when it returns.
-    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> anyhow::Result<()>;
-    /// Stores security event records; durable when it returns.
-    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()>;
+    /// Stores access-log records; durable when it returns Ok. On an error nothing of the batch is stored.
+    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<(), IngestError>;
+    /// Stores security event records; durable when it returns Ok. On an error nothing of the batch is stored.
+    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<(), IngestError>;
     /// Answers a validated query for `customer` (named `customer_name`, the value of the `customer` dimension).
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError>;
     /// Drops what is older than the retention of each granularity, and raw events before the previous three
@@ -88,6 +88,16 @@ pub trait StatsEngine: Send + Sync + 'static {
     /// Bytes logged since the last checkpoint.
     fn log_bytes(&self) -> u64;
     fn footprint(&self) -> Footprint;
+}
+
+/// Why a batch was not stored (none of it was).
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// The engine cannot hold more of this customer's data (a dictionary of distinct values is full).
+    #[error("{0}")]
+    Full(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
 }
 
 /// A valid query the engine cannot answer as asked.
