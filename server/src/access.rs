@@ -12,7 +12,7 @@ use axum::{
 
 use crate::{
     AppState,
-    auth::{Caller, Role},
+    auth::{self, Caller, Role},
     error::{AppError, AppResult},
     store::UserRecord,
 };
@@ -100,18 +100,30 @@ pub enum Rule {
 
 /// Checks `rule` for `caller` against the target user of the path: its id, and for [`Rule::Own`] its record.
 /// The one place access is decided.
-pub fn authorize(caller: &Caller, rule: Rule, target_id: Option<&str>, target: Option<&UserRecord>) -> AppResult<()> {
+/// `changes`: the request changes something (any method but GET and HEAD).
+pub fn authorize(
+    caller: &Caller,
+    rule: Rule,
+    changes: bool,
+    target_id: Option<&str>,
+    target: Option<&UserRecord>,
+) -> AppResult<()> {
     let by_password = caller.session.is_none();
     let own = target_id == Some(caller.user.id.as_str());
-    // With two-factor on, a password alone must not open the account: Basic credentials then serve only the
-    // user's own password and two-factor resources; everything else needs a session made with a code.
-    if by_password && caller.user.otp_enabled && !matches!(rule, Rule::Own { .. }) {
-        return Err(AppError::Unauthorized {
-            kind: "otp_required",
-            message: "This account uses two-factor authentication: log in with a one-time code (POST /sessions \
-                      with X-OTP-Token) and use the session."
-                .into(),
-        });
+    // With two-factor on, a password alone must not open the account: Basic credentials without a code serve
+    // only to read the user's own password and two-factor resources; changing them needs the code too
+    // (X-OTP-Token), and everything else a session made with a code (or the code on the request).
+    if caller.password_only && !matches!(rule, Rule::Own { .. }) {
+        return Err(auth::otp_required(
+            "This account uses two-factor authentication: log in with a one-time code (POST /sessions with \
+             X-OTP-Token) and use the session.",
+        ));
+    }
+    if caller.password_only && changes {
+        return Err(auth::otp_required(
+            "This account uses two-factor authentication: send the one-time code of your authenticator app \
+             (header X-OTP-Token) with the password to change it.",
+        ));
     }
     let forbidden =
         || AppError::Forbidden(format!("Your role ({}) does not allow this operation.", caller.role.as_str()));
@@ -154,7 +166,8 @@ async fn check(parts: &mut Parts, state: &AppState, rule: Rule) -> AppResult<Cal
         }
         _ => None,
     };
-    authorize(&caller, rule, target_id.as_deref(), target.as_ref())?;
+    let changes = !matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD);
+    authorize(&caller, rule, changes, target_id.as_deref(), target.as_ref())?;
     Ok(caller)
 }
 

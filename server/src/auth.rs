@@ -1,15 +1,8 @@
 //! Who is calling: credentials (HTTP Basic or the `authtoken` session cookie) resolved to a user of the
 //! customer named in the path, roles, and the session rules (30 minutes idle, one day at most).
 
-use std::{
-    net::{IpAddr, Ipv6Addr, SocketAddr},
-    sync::LazyLock,
-};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use argon2::{
-    Argon2, PasswordHash, PasswordHasher, PasswordVerifier,
-    password_hash::{SaltString, rand_core::OsRng},
-};
 use axum::{
     extract::{ConnectInfo, FromRequestParts, RawPathParams},
     http::{HeaderMap, header, request::Parts},
@@ -23,8 +16,10 @@ use crate::{
     error::{AppError, AppResult},
     otp,
     store::{Customer, SessionRecord, UserRecord},
-    throttle::Verdict,
+    throttle::{Lockout, LoginKey, Outcome, Verdict},
 };
+
+pub use crate::hashing::hash_password;
 
 /// A session dies after this long without a request.
 pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
@@ -64,6 +59,11 @@ pub struct Caller {
     pub role: Role,
     /// The session that authenticated the request, when it came by cookie.
     pub session: Option<SessionRecord>,
+    /// The client's address (behind trusted proxies, the one they forward).
+    pub addr: IpAddr,
+    /// Authenticated by the password alone although the user has two-factor on: an incomplete login, which may
+    /// only read the user's own password and two-factor resources (see [`crate::access::authorize`]).
+    pub password_only: bool,
 }
 
 /// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header.
@@ -110,47 +110,19 @@ pub fn session_expiry_ms(s: &SessionRecord) -> i64 {
     (s.last_seen_ms + SESSION_IDLE_MS).min(s.created_ms + SESSION_MAX_AGE_MS)
 }
 
-/// argon2id hash of a password, as a PHC string.
-pub fn hash_password(password: &str) -> anyhow::Result<String> {
-    let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map(|h| h.to_string())
-        .map_err(|e| anyhow::anyhow!("hashing a password: {e}"))
-}
-
-/// A hash no password matches, verified when a username is unknown so that the answer takes as long as for a
-/// known one.
-static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| hash_password("not a password of anyone").unwrap_or_default());
-
-/// Checks a password against a stored hash (or against nothing, taking the same time) off the async threads.
-pub async fn verify_password(password: &str, hash: Option<&str>) -> bool {
-    let password = password.to_string();
-    let (hash, real) = match hash {
-        Some(h) => (h.to_string(), true),
-        None => (DUMMY_HASH.clone(), false),
-    };
-    tokio::task::spawn_blocking(move || {
-        let ok = PasswordHash::new(&hash)
-            .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
-            .unwrap_or(false);
-        ok && real
-    })
-    .await
-    .unwrap_or(false)
-}
-
 fn invalid_credentials() -> AppError {
     AppError::Unauthorized { kind: "invalid_credentials", message: "The username or password is wrong.".into() }
 }
 
-/// The client's address (the TCP peer), or the unspecified address when unknown (tests through the router).
-pub fn client_addr(parts: &Parts) -> IpAddr {
-    parts
+/// The client's address: the TCP peer, or behind a trusted proxy the address it forwards (see
+/// [`crate::net::TrustedProxies`]); the unspecified address when unknown (tests through the router).
+pub fn client_addr(parts: &Parts, state: &AppState) -> IpAddr {
+    let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| addr.ip())
-        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED))
+        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
+    state.settings.trusted_proxies.client_addr(peer, &parts.headers)
 }
 
 /// The customer named by the path: its name as written, and the customer when it exists.
@@ -176,12 +148,17 @@ pub struct PasswordLogin<'a> {
 }
 
 impl PasswordLogin<'_> {
-    /// Checks the password against the users of the customer, under brute-force protection. Unknown customers,
-    /// unknown users, wrong passwords, disabled users and users whose password was reset all get the same
-    /// answer after the same work. A failure counts against the username and the address; success does not
-    /// clear them yet (see [`PasswordLogin::succeeded`]), so that a one-time code checked next stays throttled.
+    fn key(&self) -> LoginKey {
+        LoginKey::new(self.customer_name, self.username, self.addr)
+    }
+
+    /// Checks the password against the users of the customer, under brute-force protection: the attempt is
+    /// counted before the check (see [`crate::throttle`]) and stays counted as a failure unless
+    /// [`PasswordLogin::finish`] settles it otherwise. Unknown customers, unknown users, wrong passwords,
+    /// disabled users and users whose password was reset all get the same answer after the same work.
     pub async fn check(&self, state: &AppState) -> AppResult<(Customer, UserRecord)> {
-        match state.throttle.check(state.clock.now_ms(), self.customer_name, self.username, self.addr) {
+        let key = self.key();
+        match state.throttle.reserve(state.clock.now_ms(), &key).await {
             Verdict::Refuse { retry_after_secs } => {
                 return Err(AppError::TooManyRequests {
                     message: "Too many failed logins: wait before trying again.".into(),
@@ -191,50 +168,101 @@ impl PasswordLogin<'_> {
             Verdict::Proceed(delay) if !delay.is_zero() => tokio::time::sleep(delay).await,
             Verdict::Proceed(_) => {}
         }
+        let verified = self.verify(state).await;
+        match verified {
+            Ok(Some(found)) => Ok(found),
+            Ok(None) => Err(self.failed(state, invalid_credentials()).await),
+            // No guess was judged (the store failed, or the server is too busy to check passwords).
+            Err(e) => {
+                state.throttle.settle(state.clock.now_ms(), &key, Outcome::Released).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn verify(&self, state: &AppState) -> AppResult<Option<(Customer, UserRecord)>> {
         let user = match self.customer {
             Some(c) => state.store.user_by_username(c.id, self.username).await?,
             None => None,
         };
         let hash = user.as_ref().filter(|u| u.source == "local").and_then(|u| u.password_hash.as_deref());
-        let ok = verify_password(self.password, hash).await;
-        match (self.customer, user) {
-            (Some(c), Some(u)) if ok && u.enabled => Ok((c.clone(), u)),
-            _ => Err(self.failed(state, invalid_credentials())),
-        }
+        let ok = state.passwords.verify(self.password, hash).await?;
+        Ok(match (self.customer, user) {
+            (Some(c), Some(u)) if ok && u.enabled => Some((c.clone(), u)),
+            _ => None,
+        })
     }
 
-    /// Counts a failure and returns `error`.
-    pub fn failed(&self, state: &AppState, error: AppError) -> AppError {
-        state.throttle.failed(state.clock.now_ms(), self.customer_name, self.username, self.addr);
+    /// Keeps the attempt counted as a failure and returns `error`.
+    async fn failed(&self, state: &AppState, error: AppError) -> AppError {
+        let lockouts = state.throttle.settle(state.clock.now_ms(), &self.key(), Outcome::Failed).await;
+        for lockout in lockouts {
+            let scope = match lockout {
+                Lockout::UsernameFromAddress => "username from address",
+                Lockout::Address => "address",
+            };
+            tracing::warn!(customer = self.customer_name, username = self.username, addr = %self.addr, scope, "login locked");
+        }
         error
     }
 
-    pub fn succeeded(&self, state: &AppState) {
-        state.throttle.succeeded(self.customer_name, self.username);
-    }
-
-    /// For a user with two-factor on: the one-time code must be present, right and not used before.
-    pub async fn check_otp(&self, state: &AppState, user: &UserRecord, token: Option<&str>) -> AppResult<()> {
+    /// After a successful [`PasswordLogin::check`]: the second factor. For a user with two-factor on, a code in
+    /// `token` must be right and not used before; without one, the login is incomplete: with `code_required`
+    /// that is 401 `otp_required`, otherwise the password alone is accepted for what it may do. Only a
+    /// complete login clears the failures counted against the username; a missing code is not a failure, a
+    /// wrong one is. Returns whether the login is complete.
+    pub async fn finish(
+        &self,
+        state: &AppState,
+        user: &UserRecord,
+        token: Option<&str>,
+        code_required: bool,
+    ) -> AppResult<bool> {
+        let key = self.key();
+        let now = state.clock.now_ms();
+        let token = token.filter(|t| !t.trim().is_empty());
         if !user.otp_enabled {
-            return Ok(());
+            state.throttle.settle(now, &key, Outcome::Succeeded).await;
+            return Ok(true);
         }
-        let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
-            return Err(AppError::Unauthorized {
-                kind: "otp_required",
-                message: "Enter the one-time code of your authenticator app (header X-OTP-Token).".into(),
-            });
-        };
-        let invalid = || AppError::Unauthorized {
-            kind: "otp_invalid",
-            message: "The one-time code is wrong, expired or already used.".into(),
+        let Some(token) = token else {
+            state.throttle.settle(now, &key, Outcome::Released).await;
+            if code_required {
+                return Err(otp_required("Enter the one-time code of your authenticator app (header X-OTP-Token)."));
+            }
+            return Ok(false);
         };
         let secret = user.otp_secret.as_deref().unwrap_or_default();
-        let step = otp::verify(secret, token, state.clock.now_ms(), user.otp_last_step);
-        match step {
-            Some(step) if state.store.consume_otp_step(&user.id, step).await? => Ok(()),
-            _ => Err(self.failed(state, invalid())),
+        let step = otp::verify(secret, token, now, user.otp_last_step);
+        let consumed = match step {
+            Some(step) => state.store.consume_otp_step(&user.id, step).await,
+            None => Ok(false),
+        };
+        match consumed {
+            Ok(true) => {
+                state.throttle.settle(now, &key, Outcome::Succeeded).await;
+                Ok(true)
+            }
+            Ok(false) => Err(self
+                .failed(
+                    state,
+                    AppError::Unauthorized {
+                        kind: "otp_invalid",
+                        message: "The one-time code is wrong, expired or already used.".into(),
+                    },
+                )
+                .await),
+            Err(e) => {
+                state.throttle.settle(now, &key, Outcome::Released).await;
+                Err(e.into())
+            }
         }
     }
+}
+
+/// 401 `otp_required`: the request needs a one-time code too.
+pub fn otp_required(message: &str) -> AppError {
+    AppError::Unauthorized { kind: "otp_required", message: message.into() }
 }
 
 /// A live session with its customer and user (one read), deleting the session when it has expired.
@@ -268,6 +296,7 @@ impl FromRequestParts<AppState> for Caller {
         if let Some(cached) = parts.extensions.get::<Caller>() {
             return Ok(cached.clone());
         }
+        let addr = client_addr(parts, state);
         let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
             let (customer_name, customer) = path_customer(parts, state).await?;
             let login = PasswordLogin {
@@ -275,12 +304,13 @@ impl FromRequestParts<AppState> for Caller {
                 customer: customer.as_ref(),
                 username: &username,
                 password: &password,
-                addr: client_addr(parts),
+                addr,
             };
             let (customer, user) = login.check(state).await?;
-            login.succeeded(state);
+            let token = parts.headers.get(edge_api::paths::OTP_HEADER).and_then(|v| v.to_str().ok());
+            let complete = login.finish(state, &user, token, false).await?;
             let role = role_of(&user)?;
-            Caller { customer, user, role, session: None }
+            Caller { customer, user, role, session: None, addr, password_only: !complete }
         } else if let Some(session_id) = session_cookie(&parts.headers) {
             let customer_name = path_customer_name(parts, state).await?;
             let invalid = || AppError::Unauthorized {
@@ -298,7 +328,7 @@ impl FromRequestParts<AppState> for Caller {
             check_same_origin(parts)?;
             touch_session(state, &mut session, false).await?;
             let role = role_of(&user)?;
-            Caller { customer, user, role, session: Some(session) }
+            Caller { customer, user, role, session: Some(session), addr, password_only: false }
         } else {
             return Err(AppError::Unauthorized {
                 kind: "unauthorized",
@@ -357,6 +387,6 @@ impl FromRequestParts<AppState> for PathCustomer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let (name, customer) = path_customer(parts, state).await?;
-        Ok(PathCustomer { name, customer, addr: client_addr(parts) })
+        Ok(PathCustomer { name, customer, addr: client_addr(parts, state) })
     }
 }

@@ -36,6 +36,9 @@ pub enum AppError {
     /// The server cannot hold what the request would store; nothing was stored.
     #[error("{0}")]
     InsufficientStorage(String),
+    /// The server is too busy for this request now (bounded work is full); the client may retry later.
+    #[error("{message}")]
+    Unavailable { message: String, retry_after_secs: u64 },
     /// Anything else: logged with its cause, answered as 500 without details.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -54,6 +57,16 @@ impl AppError {
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
         AppError::Unauthorized { kind: "unauthorized", message: message.into() }
+    }
+
+    /// Seconds the client should wait before trying again, for the errors that say so (429, 503).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            AppError::TooManyRequests { retry_after_secs, .. } | AppError::Unavailable { retry_after_secs, .. } => {
+                Some((*retry_after_secs).max(1))
+            }
+            _ => None,
+        }
     }
 
     /// The status and the error body this error is answered with.
@@ -92,6 +105,9 @@ impl AppError {
             AppError::InsufficientStorage(m) => {
                 (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", m.clone(), &[])
             }
+            AppError::Unavailable { message, .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "overloaded", message.clone(), &[])
+            }
             AppError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal_error",
@@ -110,8 +126,8 @@ impl IntoResponse for AppError {
         }
         let (status, body) = self.status_and_body();
         let mut response = (status, Json(body)).into_response();
-        if let AppError::TooManyRequests { retry_after_secs, .. } = self {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
+        if let Some(secs) = self.retry_after_secs() {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -10,7 +10,9 @@ pub mod demo;
 pub mod error;
 pub mod extract;
 pub mod fleet;
+pub mod hashing;
 pub mod mail;
+pub mod net;
 pub mod otp;
 pub mod ratelimit;
 pub mod routes;
@@ -39,11 +41,13 @@ use tower_http::{
 use crate::{
     clock::{Clock, SystemClock},
     fleet::{Fleet, SimulatedFleet},
+    hashing::PasswordWork,
     mail::Mailer,
+    net::TrustedProxies,
     ratelimit::RateLimiter,
     stats::{StatsEngine, memory::MemoryEngine},
     store::{SqliteStore, Store},
-    throttle::LoginThrottle,
+    throttle::{LoginThrottle, MemoryThrottle},
 };
 
 /// Settings fixed at start.
@@ -62,6 +66,12 @@ pub struct Settings {
     pub mail_from: String,
     /// The first slow-down of a login after repeated failures; it doubles with each further failure.
     pub login_slowdown: Duration,
+    /// Reverse proxies whose `X-Forwarded-For` is believed about the client's address.
+    pub trusted_proxies: TrustedProxies,
+    /// Password hashes computed or verified at once, and requests that may wait for one; 0 sizes them from the
+    /// machine (see [`hashing::PasswordWork`]).
+    pub password_workers: usize,
+    pub password_queue: usize,
 }
 
 impl Settings {
@@ -75,6 +85,9 @@ impl Settings {
             smtp_url: None,
             mail_from: "Edge Console <no-reply@localhost>".into(),
             login_slowdown: Duration::from_millis(250),
+            trusted_proxies: TrustedProxies::default(),
+            password_workers: 0,
+            password_queue: 0,
         }
     }
 }
@@ -85,7 +98,9 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
-    pub throttle: Arc<LoginThrottle>,
+    pub throttle: Arc<dyn LoginThrottle>,
+    /// Password hashing and verification, bounded.
+    pub passwords: Arc<PasswordWork>,
     pub mailer: Arc<Mailer>,
     /// The edge fleet that acknowledges purges and deployments.
     pub fleet: Arc<dyn Fleet>,
@@ -111,7 +126,8 @@ impl AppState {
         Ok(AppState {
             store: Arc::new(store),
             clock,
-            throttle: Arc::new(LoginThrottle::new(settings.login_slowdown)),
+            throttle: Arc::new(MemoryThrottle::new(settings.login_slowdown)),
+            passwords: Arc::new(PasswordWork::new(settings.password_workers, settings.password_queue)),
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             purge_limiter: Arc::new(RateLimiter::new(2.0, 2.0)),

@@ -101,6 +101,10 @@ struct ServeArgs {
     /// Sender of outgoing mail.
     #[arg(long, env = "EDGE_MAIL_FROM", default_value = "Edge Console <no-reply@localhost>")]
     mail_from: String,
+    /// Reverse proxies in front of the server, as CIDR ranges or addresses separated by commas (e.g.
+    /// 10.0.0.0/8,::1): only from them is X-Forwarded-For believed about the client's address.
+    #[arg(long, env = "EDGE_TRUSTED_PROXIES", default_value = "")]
+    trusted_proxies: edge_server::net::TrustedProxies,
 }
 
 #[derive(Subcommand)]
@@ -150,6 +154,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.public_url.clone().unwrap_or_else(|| format!("http://{}", args.listen)).trim_end_matches('/').to_string();
     settings.smtp_url = args.smtp_url.clone();
     settings.mail_from = args.mail_from.clone();
+    settings.trusted_proxies = args.trusted_proxies.clone();
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }

@@ -88,9 +88,10 @@ async fn seed_pairing_login_with_a_code_and_replay_refused() {
     assert_eq!(reply.status, StatusCode::OK);
     let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
     assert_eq!(reply.body["enabled"], true);
+    // With two-factor on, changing one's own two-factor resources needs the code too.
     let reply =
         app.send(req(Method::POST, &format!("/acme/v1/users/{bob}/otp/seeds")).basic("bob", PASSWORD).done()).await;
-    assert_error(&reply, StatusCode::CONFLICT, "already_paired");
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
 
     // Login now needs a code.
     let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).done()).await;
@@ -219,4 +220,64 @@ async fn wrong_codes_are_throttled_like_wrong_passwords() {
         .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000").done())
         .await;
     assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+}
+
+/// Only a complete login clears the failure count: the right password alone, for a user with two-factor on,
+/// neither clears it nor counts as a failure, so wrong codes stay limited to ten.
+#[tokio::test]
+async fn the_password_alone_does_not_reset_the_count_of_wrong_codes() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    pair(&app, "bob", &bob).await;
+    let wrong_code = || req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000");
+    for _ in 0..9 {
+        assert_error(&app.send(wrong_code().done()).await, StatusCode::UNAUTHORIZED, "otp_invalid");
+    }
+    // The password alone is accepted for reading the user's own two-factor settings, and a login without a code
+    // is asked for one: neither clears the nine failures.
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    assert_error(&app.send(wrong_code().done()).await, StatusCode::UNAUTHORIZED, "otp_invalid");
+    assert_error(&app.send(wrong_code().done()).await, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+}
+
+/// With two-factor on, Basic credentials alone no longer change the user's password (which would end every
+/// session of the real user): the code must come with them.
+#[tokio::test]
+async fn with_two_factor_on_changing_the_password_needs_the_code() {
+    let app = TestApp::new().await;
+    let bob = app.add_user("acme", "bob", "viewer").await;
+    let secret = pair(&app, "bob", &bob).await;
+    let step = step_of(now(&app));
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/sessions")
+                .basic("bob", PASSWORD)
+                .header("X-OTP-Token", &code_at(&secret, step + 1).unwrap())
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let session = reply.body["id"].as_str().unwrap().to_string();
+
+    let uri = format!("/acme/v1/users/{bob}/password");
+    let change = json!({"password": "a brand new password"});
+    let reply = app.send(req(Method::PUT, &uri).basic("bob", PASSWORD).json(&change).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}")).cookie(&session).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "the session lives on");
+    let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "the old password still works");
+
+    app.clock.advance_ms(60_000);
+    let code = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply =
+        app.send(req(Method::PUT, &uri).basic("bob", PASSWORD).header("X-OTP-Token", &code).json(&change).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let reply = app
+        .send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", "a brand new password").done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
 }

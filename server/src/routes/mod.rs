@@ -178,6 +178,7 @@ fn add_common_responses(op: &mut openapi::path::Operation) {
                 "The caller's role does not allow this, or a change with the session cookie came from another origin",
             ),
             ("429", "Too many failed logins with these Basic credentials; see Retry-After"),
+            ("503", "Too many password checks at once (`overloaded`); see Retry-After"),
         ]);
     }
     if op.request_body.is_some() {

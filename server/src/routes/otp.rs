@@ -83,7 +83,10 @@ async fn get_pairing(
 /// Enable two-factor: the seed id and two sequential codes computed from that seed.
 #[utoipa::path(
     put, path = "/users/{user_id}/otp/pairing", tag = "two-factor",
-    params(("user_id" = String, Path, description = "User id (the caller's own)")),
+    params(
+        ("user_id" = String, Path, description = "User id (the caller's own)"),
+        ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required when two-factor is already on"),
+    ),
     request_body = OtpPairing,
     responses(
         (status = 200, description = "Two-factor is enabled", body = OtpPairing),
@@ -151,10 +154,13 @@ async fn delete_pairing(
 /// Generate a seed for pairing. Answers 409 once two-factor is enabled.
 #[utoipa::path(
     post, path = "/users/{user_id}/otp/seeds", tag = "two-factor",
-    params(("user_id" = String, Path, description = "User id (the caller's own)")),
+    params(
+        ("user_id" = String, Path, description = "User id (the caller's own)"),
+        ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required when two-factor is already on"),
+    ),
     responses(
         (status = 200, description = "A new seed (base32) and its id; valid for 15 minutes", body = OtpSeed),
-        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`)", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of this user (`password_required`), or two-factor is on and no valid one-time code came (`otp_required`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 409, description = "Two-factor is already enabled (`already_paired`)", body = ErrorBody),
     ),

@@ -64,12 +64,15 @@ async fn get_password(
 /// the user's sessions except the one whose cookie came with the request, so a console stays logged in.
 #[utoipa::path(
     put, path = "/users/{user_id}/password", tag = "passwords",
-    params(("user_id" = String, Path, description = "User id (the caller's own)")),
+    params(
+        ("user_id" = String, Path, description = "User id (the caller's own)"),
+        ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required when the user has two-factor on"),
+    ),
     request_body = Password,
     responses(
         (status = 200, description = "Changed; the answer's password is empty", body = Password),
         (status = 400, description = "Invalid JSON, or the password breaks the policy (`password_policy`): at least 12 characters, not the username", body = ErrorBody),
-        (status = 401, description = "Not authenticated with HTTP Basic credentials of the user whose password this is (`password_required`)", body = ErrorBody),
+        (status = 401, description = "Not authenticated with HTTP Basic credentials of the user whose password this is (`password_required`), or two-factor is on and no valid one-time code came (`otp_required`, `otp_invalid`)", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
         (status = 405, description = "The user is from a remote identity source", body = ErrorBody),
     ),
@@ -84,7 +87,7 @@ async fn put_password(
 ) -> AppResult<axum::Json<Password>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
     policy(&user, &body.password)?;
-    let hash = auth::hash_password(&body.password)?;
+    let hash = state.passwords.hash(&body.password).await?;
     let keep = auth::session_cookie(&headers).map(|id| auth::token_hash(&id));
     state.store.set_password(caller.customer.id, &user.id, Some(&hash), keep.as_deref()).await?;
     Ok(axum::Json(password_body(&caller.customer, &user.id)))
@@ -161,6 +164,7 @@ struct ResetPath {
         (status = 204, description = "The new password is set; the link no longer works"),
         (status = 400, description = "Invalid JSON, or the password breaks the policy (`password_policy`)", body = ErrorBody),
         (status = 404, description = "The link is unknown, used or expired", body = ErrorBody),
+        (status = 503, description = "Too many password hashes at once (`overloaded`); see Retry-After", body = ErrorBody),
     ),
     security(())
 )]
@@ -181,7 +185,7 @@ async fn complete_reset(
         .ok_or_else(gone)?;
     let user = find_user(&state, &customer, &reset.user_id).await.map_err(|_| gone())?;
     policy(&user, &body.password)?;
-    let new_hash = auth::hash_password(&body.password)?;
+    let new_hash = state.passwords.hash(&body.password).await?;
     if !state.store.finish_password_reset(&hash, &new_hash).await? {
         return Err(gone());
     }

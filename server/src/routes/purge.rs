@@ -41,10 +41,10 @@ fn access_failure(e: AppError, auth_status: StatusCode) -> Response {
     let (status, body) = e.status_and_body();
     match status {
         StatusCode::UNAUTHORIZED => fail(auth_status, 403, body.message, vec![]),
-        StatusCode::TOO_MANY_REQUESTS => {
-            let mut r = fail(status, 429, body.message, vec![]);
-            if let AppError::TooManyRequests { retry_after_secs, .. } = e {
-                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+            let mut r = fail(status, status.as_u16(), body.message, vec![]);
+            if let Some(secs) = e.retry_after_secs() {
+                r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             r
         }

@@ -92,8 +92,7 @@ async fn create_session(State(state): State<AppState>, path: PathCustomer, heade
     };
     let (customer, user) = login.check(&state).await?;
     let token = headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok());
-    login.check_otp(&state, &user, token).await?;
-    login.succeeded(&state);
+    login.finish(&state, &user, token, true).await?;
     let session_id = auth::new_session_id();
     let now = state.clock.now_ms();
     let record = SessionRecord {

@@ -16,7 +16,7 @@ use crate::{
     AppState,
     access::{Allowed, SelfOr, perm},
     admin,
-    auth::{self, Role},
+    auth::Role,
     error::{AppError, AppResult},
     extract::{Json, Query},
     store::{Customer, NewUser, StoreError, UserRecord, UserUpdate},
@@ -238,7 +238,7 @@ async fn create_user(
         let password = input.password.as_deref().unwrap_or_default();
         edge_api::check_password_policy(&username, password)
             .map_err(|m| AppError::bad_request("password_policy", m))?;
-        Some(auth::hash_password(password)?)
+        Some(state.passwords.hash(password).await?)
     } else {
         None
     };

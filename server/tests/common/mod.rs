@@ -37,6 +37,11 @@ pub struct Reply {
 impl TestApp {
     /// An app with customers `acme` (admin `alice`) and `globex` (admin `gina`), all with [`PASSWORD`].
     pub async fn new() -> TestApp {
+        Self::with(|_| {}).await
+    }
+
+    /// As [`TestApp::new`], with settings changed by `configure` first.
+    pub async fn with(configure: impl FnOnce(&mut Settings)) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let static_dir = dir.path().join("dist");
         std::fs::create_dir_all(&static_dir).expect("static dir");
@@ -46,6 +51,7 @@ impl TestApp {
         let mut settings = Settings::new(dir.path().join("data"), static_dir);
         settings.login_slowdown = std::time::Duration::from_millis(1);
         settings.public_url = "https://console.example".into();
+        configure(&mut settings);
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
         admin::add_customer(&state, "acme", "alice", PASSWORD).await.expect("acme");
         admin::add_customer(&state, "globex", "gina", PASSWORD).await.expect("globex");
@@ -119,6 +125,12 @@ impl Req {
     pub fn basic(self, user: &str, password: &str) -> Req {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         self.header(header::AUTHORIZATION.as_str(), &format!("Basic {token}"))
+    }
+
+    /// The TCP peer the request comes from (what the server sees of the connection).
+    pub fn peer(self, addr: &str) -> Req {
+        let ip: std::net::IpAddr = addr.parse().expect("peer address");
+        Req(self.0.extension(axum::extract::ConnectInfo(std::net::SocketAddr::new(ip, 40000))), self.1)
     }
 
     pub fn cookie(self, session: &str) -> Req {
