@@ -4,6 +4,7 @@
 //! server; the console (wasm32) never enables it.
 
 pub mod account;
+pub mod audit;
 pub mod config;
 pub mod error;
 pub mod identity;
@@ -15,6 +16,7 @@ pub mod stats;
 pub mod tasks;
 
 pub use account::*;
+pub use audit::*;
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::*;
 pub use networklists::*;

@@ -63,6 +63,7 @@ permissions!(
     ReadTasks,
     ReadAccount,
     WriteAccount,
+    ReadAudit,
 );
 
 impl Role {
@@ -72,9 +73,10 @@ impl Role {
         use Permission::*;
         match self {
             Role::Admin => true,
-            Role::Operator => {
-                !matches!(p, ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount)
-            }
+            Role::Operator => !matches!(
+                p,
+                ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount | ReadAudit
+            ),
             Role::Viewer => matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks),
         }
     }
@@ -247,10 +249,14 @@ mod tests {
             ReadTasks,
             ReadAccount,
             WriteAccount,
+            ReadAudit,
         ];
         assert!(all.iter().all(|p| Role::Admin.allows(*p)));
         let operator: Vec<_> = all.iter().filter(|p| !Role::Operator.allows(**p)).collect();
-        assert_eq!(operator, [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount]);
+        assert_eq!(
+            operator,
+            [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount, &ReadAudit]
+        );
         let viewer: Vec<_> = all.iter().filter(|p| Role::Viewer.allows(**p)).collect();
         assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks]);
     }

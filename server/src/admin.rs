@@ -3,8 +3,10 @@
 use rand::RngCore;
 
 use crate::{
-    AppState, auth,
-    store::{Customer, NewCustomer, NewUser, StoreError},
+    AppState,
+    audit::{Target, op},
+    auth,
+    store::{AuditEvent, Customer, NewCustomer, NewUser, StoreError},
 };
 
 /// A new random resource id: 64 bits, hex.
@@ -53,7 +55,10 @@ pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &
     edge_api::check_password_policy(admin, password).map_err(anyhow::Error::msg)?;
     let user = local_user(admin, password, auth::Role::Admin, "Administrator")?;
     let customer = NewCustomer { name: name.into(), display_name: name.into(), contact_email: user.email.clone() };
-    match state.store.create_customer(customer, &[user], state.clock.now_ms()).await {
+    let now = state.clock.now_ms();
+    let target = Target { kind: "account", id: name.into(), name: name.into() };
+    let audit = AuditEvent::system(0, now, op::CUSTOMER_CREATE, target).detail("administrator", admin);
+    match state.store.create_customer(customer, &[user], now, &audit).await {
         Ok(c) => Ok(c),
         Err(StoreError::Conflict(_)) => anyhow::bail!("customer {name:?} already exists"),
         Err(e) => Err(e.into()),
@@ -80,7 +85,8 @@ pub async fn add_identity_source(
         anyhow::bail!("the configuration must be a JSON object");
     }
     let Some(c) = state.store.customer_by_name(customer).await? else { anyhow::bail!("no customer {customer:?}") };
-    match state.store.add_identity_source(c.id, id, &config.to_string()).await {
+    let audit = AuditEvent::system(c.id, state.clock.now_ms(), op::IDENTITY_SOURCE_CREATE, Target::identity_source(id));
+    match state.store.add_identity_source(c.id, id, &config.to_string(), &audit).await {
         Ok(()) => Ok(()),
         Err(StoreError::Conflict(_)) => anyhow::bail!("identity source {id:?} already exists for {customer:?}"),
         Err(e) => Err(e.into()),

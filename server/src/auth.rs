@@ -13,9 +13,11 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     AppState,
+    audit::{self, Target},
+    clock::iso_ms,
     error::{AppError, AppResult},
     otp,
-    store::{Customer, SessionRecord, UserRecord},
+    store::{Actor, AuditEvent, Customer, SessionRecord, UserRecord},
     throttle::{Lockout, LoginKey, Outcome, Verdict},
 };
 
@@ -170,8 +172,10 @@ impl PasswordLogin<'_> {
         }
         let verified = self.verify(state).await;
         match verified {
-            Ok(Some(found)) => Ok(found),
-            Ok(None) => Err(self.failed(state, invalid_credentials()).await),
+            Ok(Verified::Yes(customer, user)) => Ok((customer, user)),
+            Ok(Verified::No { user, reason }) => {
+                Err(self.failed(state, user.as_ref(), reason, invalid_credentials()).await)
+            }
             // No guess was judged (the store failed, or the server is too busy to check passwords).
             Err(e) => {
                 state.throttle.settle(state.clock.now_ms(), &key, Outcome::Released).await;
@@ -180,28 +184,64 @@ impl PasswordLogin<'_> {
         }
     }
 
-    async fn verify(&self, state: &AppState) -> AppResult<Option<(Customer, UserRecord)>> {
+    async fn verify(&self, state: &AppState) -> AppResult<Verified> {
         let user = match self.customer {
             Some(c) => state.store.user_by_username(c.id, self.username).await?,
             None => None,
         };
         let hash = user.as_ref().filter(|u| u.source == "local").and_then(|u| u.password_hash.as_deref());
         let ok = state.passwords.verify(self.password, hash).await?;
+        let has_password = hash.is_some();
         Ok(match (self.customer, user) {
-            (Some(c), Some(u)) if ok && u.enabled => Some((c.clone(), u)),
-            _ => None,
+            (Some(c), Some(u)) if ok && u.enabled => Verified::Yes(c.clone(), u),
+            (_, None) => Verified::No { user: None, reason: "unknown username" },
+            (_, Some(u)) => {
+                let reason = if !u.enabled {
+                    "user disabled"
+                } else if !has_password {
+                    "no password (reset, or a user of a remote identity source)"
+                } else {
+                    "wrong password"
+                };
+                Verified::No { user: Some(u), reason }
+            }
         })
     }
 
-    /// Keeps the attempt counted as a failure and returns `error`.
-    async fn failed(&self, state: &AppState, error: AppError) -> AppError {
-        let lockouts = state.throttle.settle(state.clock.now_ms(), &self.key(), Outcome::Failed).await;
+    /// Keeps the attempt counted as a failure, records it (and any lock it brings about) in the customer's
+    /// audit log, and returns `error`.
+    async fn failed(&self, state: &AppState, user: Option<&UserRecord>, reason: &str, error: AppError) -> AppError {
+        let now = state.clock.now_ms();
+        let lockouts = state.throttle.settle(now, &self.key(), Outcome::Failed).await;
+        let Some(customer) = self.customer else { return error };
+        let (actor, target) = match user {
+            Some(u) => (Actor::User { id: u.id.clone(), name: u.username.clone() }, Target::user(u)),
+            None => (
+                Actor::Unknown(self.username.to_string()),
+                Target { kind: "user", id: String::new(), name: self.username.to_string() },
+            ),
+        };
+        let event = |operation| {
+            AuditEvent::new(customer.id, now, actor.clone(), self.addr.to_string(), operation, target.clone()).failure()
+        };
+        let mut events = vec![event(audit::op::LOGIN_FAILURE).detail("reason", reason)];
         for lockout in lockouts {
             let scope = match lockout {
-                Lockout::UsernameFromAddress => "username from address",
-                Lockout::Address => "address",
+                Lockout::UsernameFromAddress => "username from this address",
+                Lockout::Address => "this address, every username",
             };
-            tracing::warn!(customer = self.customer_name, username = self.username, addr = %self.addr, scope, "login locked");
+            events.push(
+                event(audit::op::LOGIN_LOCKOUT)
+                    .detail("scope", scope)
+                    .detail("until", iso_ms(now + crate::throttle::WINDOW_MS)),
+            );
+        }
+        for e in events {
+            // A failed login changes nothing that its record could roll back; a record that cannot be written
+            // is logged, and the answer stays the same.
+            if let Err(err) = state.store.record_audit(&e).await {
+                tracing::error!(error = %err, operation = e.operation, "writing an audit record failed");
+            }
         }
         error
     }
@@ -246,6 +286,8 @@ impl PasswordLogin<'_> {
             Ok(false) => Err(self
                 .failed(
                     state,
+                    Some(user),
+                    "wrong one-time code",
                     AppError::Unauthorized {
                         kind: "otp_invalid",
                         message: "The one-time code is wrong, expired or already used.".into(),
@@ -260,6 +302,16 @@ impl PasswordLogin<'_> {
     }
 }
 
+/// What a password check found.
+enum Verified {
+    Yes(Customer, UserRecord),
+    /// Wrong; the user when the username names one, and why (for the audit log only).
+    No {
+        user: Option<UserRecord>,
+        reason: &'static str,
+    },
+}
+
 /// 401 `otp_required`: the request needs a one-time code too.
 pub fn otp_required(message: &str) -> AppError {
     AppError::Unauthorized { kind: "otp_required", message: message.into() }
@@ -272,8 +324,12 @@ pub async fn live_session(
 ) -> AppResult<Option<(SessionRecord, Customer, UserRecord)>> {
     let hash = token_hash(session_id);
     let Some(found) = state.store.session_with_user(&hash).await? else { return Ok(None) };
-    if state.clock.now_ms() >= session_expiry_ms(&found.0) {
-        state.store.delete_session(&hash).await?;
+    let now = state.clock.now_ms();
+    if now >= session_expiry_ms(&found.0) {
+        let (_, customer, user) = &found;
+        let expired =
+            AuditEvent::system(customer.id, now, audit::op::SESSION_EXPIRE, Target::session(&hash, &user.username));
+        state.store.delete_session(&hash, &expired).await?;
         return Ok(None);
     }
     Ok(Some(found))

@@ -258,10 +258,15 @@ pub fn apply_update(
     if problems.is_empty() { Ok(next) } else { Err(problems) }
 }
 
-/// The strong entity tag of a version: its number and a hash of its content.
+/// The strong entity tag of a version: its number and a hash of its content ([`content_hash`]).
 pub fn etag(version: u64, config_json: &str) -> String {
+    format!("\"{version}-{}\"", content_hash(config_json))
+}
+
+/// 16 hex digits of the SHA-256 of a configuration's JSON: equal for equal content.
+pub fn content_hash(config_json: &str) -> String {
     let hash = hex::encode(Sha256::digest(config_json.as_bytes()));
-    format!("\"{version}-{}\"", &hash[..16])
+    hash[..16].to_string()
 }
 
 #[cfg(test)]

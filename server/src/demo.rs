@@ -10,10 +10,13 @@ pub use crate::stats::demo::Volume;
 use crate::{
     AppState,
     admin::local_user,
+    audit::{Target, op},
     auth::Role,
     clock::iso_ms,
     config::{Stamp, etag, stamp_new},
-    store::{ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, UserRecord},
+    store::{
+        AuditEvent, ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, UserRecord,
+    },
     tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, new_task_for},
 };
 
@@ -53,7 +56,10 @@ pub async fn seed_if_empty_with(state: &AppState, password: &str, volume: Volume
         display_name: "Demo Media Ltd".into(),
         contact_email: "ops@demo.example".into(),
     };
-    let customer = match state.store.create_customer(customer, &users, state.clock.now_ms()).await {
+    let now = state.clock.now_ms();
+    let target = Target { kind: "account", id: CUSTOMER.into(), name: CUSTOMER.into() };
+    let audit = AuditEvent::system(0, now, op::CUSTOMER_CREATE, target).detail("demo", true);
+    let customer = match state.store.create_customer(customer, &users, now, &audit).await {
         Ok(c) => c,
         // Another process seeded it at the same moment.
         Err(StoreError::Conflict(_)) => return Ok(false),
@@ -136,10 +142,15 @@ async fn seed_lists(state: &AppState, customer: &Customer, admin: &UserRecord) -
             .collect();
         let uri = format!("{}/config/networklists/{id}", paths::base(&customer.name));
         let task = new_task_for(state, customer.id, &admin.id, NETWORK_LIST_DEPLOY, id, &uri);
-        state.store.create_network_list(&record, &entries, &task).await?;
+        let target = Target::network_list(id, name);
+        let audit = AuditEvent::system(customer.id, now, op::LIST_CREATE, target.clone())
+            .detail("type", list_type)
+            .detail("entries", entries.len());
+        state.store.create_network_list(&record, &entries, &task, &audit).await?;
         if deprecated {
             let update = crate::store::NetworkListUpdate { deprecated: Some(true), ..Default::default() };
-            state.store.update_network_list(customer.id, id, &update, now).await?;
+            let audit = AuditEvent::system(customer.id, now, op::LIST_UPDATE, target).detail("deprecated", true);
+            state.store.update_network_list(customer.id, id, &update, now, &audit).await?;
         }
     }
     Ok(())
@@ -288,7 +299,10 @@ async fn seed_properties(state: &AppState, customer: &Customer, admin: &UserReco
         };
         let uri = format!("{}/properties/{}/config", paths::base(&customer.name), config.name);
         let task = new_task_for(state, customer.id, &admin.id, CONFIG_DEPLOY, &config.name, &uri);
-        state.store.create_property(customer.id, &config.name, &record, &task).await?;
+        let audit =
+            AuditEvent::system(customer.id, record.created_ms, op::PROPERTY_CREATE, Target::property(&config.name))
+                .detail("to_version", 1);
+        state.store.create_property(customer.id, &config.name, &record, &task, &audit).await?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod audit;
 pub mod auth;
 pub mod clock;
 pub mod config;
@@ -72,6 +73,8 @@ pub struct Settings {
     /// machine (see [`hashing::PasswordWork`]).
     pub password_workers: usize,
     pub password_queue: usize,
+    /// Audit records older than this many days are deleted.
+    pub audit_retention_days: i64,
 }
 
 impl Settings {
@@ -88,6 +91,7 @@ impl Settings {
             trusted_proxies: TrustedProxies::default(),
             password_workers: 0,
             password_queue: 0,
+            audit_retention_days: 400,
         }
     }
 }
@@ -224,37 +228,52 @@ impl Server {
     }
 }
 
-/// Periodic upkeep: expired sessions are removed from storage; statistics past their retention are dropped,
-/// and a statistics checkpoint is written when its log has grown.
+/// Periodic upkeep, every minute: see [`upkeep`].
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     let mut minutes = 0u64;
     loop {
         tick.tick().await;
         minutes += 1;
-        let now = state.clock.now_ms();
-        let stats = state.stats.clone();
-        let retention = minutes % 10 == 1;
-        let result = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            if retention {
-                stats.enforce_retention(now)?;
-            }
-            if stats.log_bytes() > stats::memory::CHECKPOINT_WAL_BYTES || (retention && stats.log_bytes() > 0) {
-                stats.checkpoint()?;
-            }
-            Ok(())
-        })
-        .await;
-        if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
-            tracing::warn!(error = %e, "statistics upkeep failed");
+        upkeep(&state, minutes % 10 == 1).await;
+    }
+}
+
+/// One round of upkeep: expired sessions are removed from storage (each recorded as expired), and a statistics
+/// checkpoint is written when its log has grown. With `retention` (every ten minutes) also what is past its
+/// retention goes: statistics, and audit records.
+pub async fn upkeep(state: &AppState, retention: bool) {
+    let now = state.clock.now_ms();
+    let stats = state.stats.clone();
+    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        if retention {
+            stats.enforce_retention(now)?;
         }
-        match state.store.purge_sessions(now - auth::SESSION_IDLE_MS, now - auth::SESSION_MAX_AGE_MS).await {
+        if stats.log_bytes() > stats::memory::CHECKPOINT_WAL_BYTES || (retention && stats.log_bytes() > 0) {
+            stats.checkpoint()?;
+        }
+        Ok(())
+    })
+    .await;
+    if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
+        tracing::warn!(error = %e, "statistics upkeep failed");
+    }
+    match state.store.purge_sessions(now - auth::SESSION_IDLE_MS, now - auth::SESSION_MAX_AGE_MS, now).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(sessions = n, "purged expired sessions"),
+        Err(e) => tracing::warn!(error = %e, "purging expired sessions failed"),
+    }
+    if retention {
+        let before = now.saturating_sub(state.settings.audit_retention_days.saturating_mul(DAY_MS));
+        match state.store.prune_audit(before).await {
             Ok(0) => {}
-            Ok(n) => tracing::info!(sessions = n, "purged expired sessions"),
-            Err(e) => tracing::warn!(error = %e, "purging expired sessions failed"),
+            Ok(n) => tracing::info!(records = n, "pruned audit records past their retention"),
+            Err(e) => tracing::warn!(error = %e, "pruning audit records failed"),
         }
     }
 }
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// SIGINT or SIGTERM. The handlers are installed when this is called, not when it is first awaited, so that
 /// a signal sent as soon as the server says it is listening is not lost (it would end the process at once).

@@ -105,6 +105,9 @@ struct ServeArgs {
     /// 10.0.0.0/8,::1): only from them is X-Forwarded-For believed about the client's address.
     #[arg(long, env = "EDGE_TRUSTED_PROXIES", default_value = "")]
     trusted_proxies: edge_server::net::TrustedProxies,
+    /// Days the audit log keeps its records.
+    #[arg(long, env = "EDGE_AUDIT_RETENTION_DAYS", default_value_t = 400, value_parser = clap::value_parser!(i64).range(1..=36500))]
+    audit_retention_days: i64,
 }
 
 #[derive(Subcommand)]
@@ -155,6 +158,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.smtp_url = args.smtp_url.clone();
     settings.mail_from = args.mail_from.clone();
     settings.trusted_proxies = args.trusted_proxies.clone();
+    settings.audit_retention_days = args.audit_retention_days;
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }

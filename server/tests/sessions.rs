@@ -203,7 +203,7 @@ async fn expired_sessions_are_purged_from_storage() {
     let id = app.login("acme", "alice", PASSWORD).await;
     app.clock.advance_ms(SESSION_IDLE_MS + 1);
     let now = app.clock.now_ms();
-    let purged = app.state.store.purge_sessions(now - SESSION_IDLE_MS, now - SESSION_MAX_AGE_MS).await.unwrap();
+    let purged = app.state.store.purge_sessions(now - SESSION_IDLE_MS, now - SESSION_MAX_AGE_MS, now).await.unwrap();
     assert_eq!(purged, 1);
     assert!(app.state.store.session_with_user(&edge_server::auth::token_hash(&id)).await.unwrap().is_none());
 }

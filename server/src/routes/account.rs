@@ -8,10 +8,11 @@ use super::users::is_email;
 use crate::{
     AppState,
     access::{Allowed, AllowedElseNotFound, perm},
+    audit::{Target, op},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
-    store::{AccountChange, Customer},
+    store::{AccountChange, AuditEvent, Customer},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -110,7 +111,17 @@ async fn put_account(
         contact_email: update.contact_email,
         timezone: update.timezone,
     };
-    let updated = state.store.update_customer(c.id, &change).await?.ok_or(AppError::NotFound("account"))?;
+    let mut audit = AuditEvent::by(&caller, state.clock.now_ms(), op::ACCOUNT_UPDATE, Target::account(c));
+    for (field, value) in [
+        ("display_name", &change.display_name),
+        ("contact_email", &change.contact_email),
+        ("timezone", &change.timezone),
+    ] {
+        if let Some(v) = value {
+            audit = audit.detail(field, v.as_str());
+        }
+    }
+    let updated = state.store.update_customer(c.id, &change, &audit).await?.ok_or(AppError::NotFound("account"))?;
     Ok(axum::Json(account_body(&updated)))
 }
 

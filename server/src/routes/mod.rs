@@ -2,6 +2,7 @@
 //! registration, so the document cannot drift from the routes.
 
 mod account;
+mod audit;
 mod networklists;
 mod otp;
 mod paging;
@@ -51,6 +52,7 @@ use crate::AppState;
         (name = "security statistics", description = "Security events, WAF and traffic-shaping trends and top-K reports"),
         (name = "ingestion", description = "Access logs and security events in (NDJSON)"),
         (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
+        (name = "audit", description = "The audit log: every change, failed login and lockout"),
     )
 )]
 struct ApiDoc;
@@ -84,6 +86,7 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(roles::router())
         .merge(tasks::router())
         .merge(account::router())
+        .merge(audit::router())
         .merge(networklists::router())
         .merge(purge::router())
         .merge(properties::router())

@@ -18,10 +18,11 @@ use crate::{
     AppState,
     access::{Allowed, perm},
     admin,
+    audit::{Target, op},
     auth::Caller,
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{self, Customer, EntryRecord, NetworkListRecord},
+    store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord},
     tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
 };
 
@@ -238,7 +239,10 @@ async fn create_list(
     let uri = list_uri(&caller.customer, &record.id);
     let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &record.id, &uri);
     let entries = entry_records(&caller, normalized.clone(), now);
-    state.store.create_network_list(&record, &entries, &task).await?;
+    let audit = AuditEvent::by(&caller, now, op::LIST_CREATE, Target::network_list(&record.id, &record.name))
+        .detail("type", record.list_type.as_str())
+        .detail("entries", entries.len());
+    state.store.create_network_list(&record, &entries, &task, &audit).await?;
     let body = list_body(&caller.customer, &record, Some(normalized));
     Ok((StatusCode::CREATED, [(header::LOCATION, uri)], axum::Json(body)).into_response())
 }
@@ -307,9 +311,21 @@ async fn update_list(
         description: u.description,
         deprecated: u.deprecated,
     };
+    let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
+    let now = state.clock.now_ms();
+    let mut audit = AuditEvent::by(&caller, now, op::LIST_UPDATE, Target::network_list(&list.id, &list.name));
+    if let Some(name) = &update.name {
+        audit = audit.detail("name", name.as_str());
+    }
+    if let Some(description) = &update.description {
+        audit = audit.detail("description", description.as_str());
+    }
+    if let Some(deprecated) = update.deprecated {
+        audit = audit.detail("deprecated", deprecated);
+    }
     let list = state
         .store
-        .update_network_list(caller.customer.id, &p.network_list_id, &update, state.clock.now_ms())
+        .update_network_list(caller.customer.id, &list.id, &update, now, &audit)
         .await?
         .ok_or(AppError::NotFound("network list"))?;
     Ok(axum::Json(list_body(&caller.customer, &list, None)))
@@ -331,9 +347,12 @@ async fn delete_list(
     Allowed(caller, _): Allowed<perm::WriteLists>,
     Path(p): Path<ListPath>,
 ) -> AppResult<Response> {
-    let uri = list_uri(&caller.customer, &p.network_list_id);
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &p.network_list_id, &uri);
-    if !state.store.delete_network_list(caller.customer.id, &p.network_list_id, &task).await? {
+    let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
+    let uri = list_uri(&caller.customer, &list.id);
+    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &uri);
+    let audit =
+        AuditEvent::by(&caller, state.clock.now_ms(), op::LIST_DELETE, Target::network_list(&list.id, &list.name));
+    if !state.store.delete_network_list(caller.customer.id, &list.id, &task, &audit).await? {
         return Err(AppError::NotFound("network list"));
     }
     let task_uri = format!("{}/tasks/{}", paths::base(&caller.customer.name), task.id);
@@ -361,9 +380,10 @@ async fn add(state: &AppState, caller: &Caller, list_id: &str, input: &[EntryInp
     let normalized = normalize_all(&list.list_type, &values)?;
     let now = state.clock.now_ms();
     let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let audit = AuditEvent::by(caller, now, op::ENTRIES_ADD, Target::network_list(&list.id, &list.name));
     let outcome = state
         .store
-        .add_entries(&list.id, &entry_records(caller, normalized, now), MAX_ENTRIES_PER_LIST, now, &task)
+        .add_entries(&list.id, &entry_records(caller, normalized, now), MAX_ENTRIES_PER_LIST, now, &task, &audit)
         .await?;
     let list = find_list(state, &caller.customer, list_id).await?;
     Ok(AddEntriesResult {
@@ -533,8 +553,12 @@ async fn delete_entry_named_deletions(
 
 async fn remove_entry(state: &AppState, caller: &Caller, list_id: &str, entry_id: &str) -> AppResult<Task> {
     let list = find_list(state, &caller.customer, list_id).await?;
+    let entry = state.store.entry(&list.id, entry_id).await?.ok_or(AppError::NotFound("entry"))?;
     let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
-    if !state.store.delete_entry(&list.id, entry_id, state.clock.now_ms(), &task).await? {
+    let now = state.clock.now_ms();
+    let audit = AuditEvent::by(caller, now, op::ENTRY_DELETE, Target::network_list(&list.id, &list.name))
+        .detail("entry", entry.value.as_str());
+    if !state.store.delete_entry(&list.id, entry_id, now, &task, &audit).await? {
         return Err(AppError::NotFound("entry"));
     }
     Ok(task_body(state, &caller.customer, &task, state.clock.now_ms()))
@@ -596,6 +620,8 @@ async fn delete_all_entries(
 ) -> AppResult<axum::Json<Task>> {
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
     let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
-    state.store.clear_entries(&list.id, state.clock.now_ms(), &task).await?;
+    let audit =
+        AuditEvent::by(&caller, state.clock.now_ms(), op::ENTRIES_CLEAR, Target::network_list(&list.id, &list.name));
+    state.store.clear_entries(&list.id, state.clock.now_ms(), &task, &audit).await?;
     Ok(axum::Json(task_body(&state, &caller.customer, &task, state.clock.now_ms())))
 }

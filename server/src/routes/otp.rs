@@ -10,10 +10,11 @@ use crate::{
     AppState,
     access::{Allowed, OwnWithPassword, perm},
     admin,
+    audit::{Target, op},
     error::{AppError, AppResult},
     extract::Json,
     otp,
-    store::{Customer, OtpSeedRecord, UserRecord},
+    store::{AuditEvent, Customer, OtpSeedRecord, UserRecord},
 };
 
 /// A seed must be paired within this time.
@@ -118,7 +119,8 @@ async fn put_pairing(
             "The two codes are not two valid sequential codes of this seed: enter the current code, wait for the next one and enter it too.",
         )
     })?;
-    if !state.store.enable_otp(&user.id, &seed.secret, step).await? {
+    let audit = AuditEvent::by(&caller, now, op::OTP_PAIR, Target::user(&user));
+    if !state.store.enable_otp(&user.id, &seed.secret, step, &audit).await? {
         return Err(AppError::Conflict { kind: "already_paired", message: "Two-factor is already enabled.".into() });
     }
     Ok(axum::Json(OtpPairing {
@@ -146,7 +148,8 @@ async fn delete_pairing(
     Path(p): Path<UserPath>,
 ) -> AppResult<axum::Json<OtpSettings>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
-    state.store.disable_otp(&user.id).await?;
+    let audit = AuditEvent::by(&caller, state.clock.now_ms(), op::OTP_UNPAIR, Target::user(&user));
+    state.store.disable_otp(&user.id, &audit).await?;
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
     Ok(axum::Json(settings_body(&caller.customer, &user)))
 }
@@ -184,6 +187,7 @@ async fn create_seed(
         secret: otp::new_secret(),
         created_ms: state.clock.now_ms(),
     };
-    state.store.create_otp_seed(&seed).await?;
+    let audit = AuditEvent::by(&caller, seed.created_ms, op::OTP_SEED, Target::user(&user));
+    state.store.create_otp_seed(&seed, &audit).await?;
     Ok(axum::Json(OtpSeed { seed: seed.secret, id: seed.id }))
 }

@@ -14,10 +14,11 @@ use super::users::{UserPath, find_user, is_email};
 use crate::{
     AppState,
     access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
+    audit::{Target, op},
     auth::{self, PathCustomer},
     error::{AppError, AppResult},
     extract::Json,
-    store::{Customer, PasswordReset, UserRecord},
+    store::{Actor, AuditEvent, Customer, PasswordReset, UserRecord},
 };
 
 /// A reset link works this long.
@@ -89,7 +90,8 @@ async fn put_password(
     policy(&user, &body.password)?;
     let hash = state.passwords.hash(&body.password).await?;
     let keep = auth::session_cookie(&headers).map(|id| auth::token_hash(&id));
-    state.store.set_password(caller.customer.id, &user.id, Some(&hash), keep.as_deref()).await?;
+    let audit = AuditEvent::by(&caller, state.clock.now_ms(), op::PASSWORD_CHANGE, Target::user(&user));
+    state.store.set_password(caller.customer.id, &user.id, &hash, keep.as_deref(), &audit).await?;
     Ok(axum::Json(password_body(&caller.customer, &user.id)))
 }
 
@@ -126,13 +128,13 @@ async fn reset_password(
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     let token = hex::encode(bytes);
+    let now = state.clock.now_ms();
     let reset = PasswordReset {
         token_hash: auth::token_hash(&token),
         customer_id: caller.customer.id,
         user_id: user.id.clone(),
-        expires_ms: state.clock.now_ms() + RESET_VALID_MS,
+        expires_ms: now + RESET_VALID_MS,
     };
-    state.store.create_password_reset(&reset).await?;
     let link = format!("{}/reset-password?customer={}&token={token}", state.settings.public_url, caller.customer.name);
     let body = format!(
         "Hello {name},\r\n\r\nAn administrator of the Edge Console account \"{customer}\" reset your password.\r\n\
@@ -141,11 +143,17 @@ async fn reset_password(
         customer = caller.customer.name,
         username = user.username,
     );
-    if let Err(e) = state.mailer.send(to, "Set your new Edge Console password", &body).await {
-        state.store.delete_password_reset(&reset.token_hash).await?;
-        return Err(e.context("sending the password-reset mail").into());
+    // The mail first: if it cannot be sent, nothing changes. The link works once the reset is stored; should
+    // storing fail after the mail went out, the answer is 500 and the mailed link answers 404.
+    state
+        .mailer
+        .send(to, "Set your new Edge Console password", &body)
+        .await
+        .map_err(|e| AppError::from(e.context("sending the password-reset mail")))?;
+    let audit = AuditEvent::by(&caller, now, op::PASSWORD_RESET, Target::user(&user)).detail("mailed_to", to);
+    if !state.store.reset_password(&reset, &audit).await? {
+        return Err(AppError::NotFound("user"));
     }
-    state.store.set_password(caller.customer.id, &user.id, None, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -186,7 +194,16 @@ async fn complete_reset(
     let user = find_user(&state, &customer, &reset.user_id).await.map_err(|_| gone())?;
     policy(&user, &body.password)?;
     let new_hash = state.passwords.hash(&body.password).await?;
-    if !state.store.finish_password_reset(&hash, &new_hash).await? {
+    let actor = Actor::User { id: user.id.clone(), name: user.username.clone() };
+    let audit = AuditEvent::new(
+        customer.id,
+        state.clock.now_ms(),
+        actor,
+        path.addr.to_string(),
+        op::PASSWORD_RESET_COMPLETE,
+        Target::user(&user),
+    );
+    if !state.store.finish_password_reset(&hash, &new_hash, &audit).await? {
         return Err(gone());
     }
     Ok(StatusCode::NO_CONTENT)

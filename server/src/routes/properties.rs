@@ -21,12 +21,13 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
+    audit::{Target, op},
     auth::Caller,
     clock::iso_ms,
-    config::{Stamp, apply_update, etag, stamp_new},
+    config::{Stamp, apply_update, content_hash, etag, stamp_new},
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{ConfigVersionRecord, Customer, PropertyRecord},
+    store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord},
     tasks::{CONFIG_DEPLOY, new_task},
 };
 
@@ -69,7 +70,8 @@ async fn find(state: &AppState, caller: &Caller, name: &str) -> AppResult<(Prope
     state.store.property(caller.customer.id, name).await?.ok_or(AppError::NotFound("property"))
 }
 
-/// Stores a new version of a property (the first when `existing` is None), with its deployment task.
+/// Stores a new version of a property (the first when `existing` is None), with its deployment task. A
+/// configuration equal to an earlier version's is recorded as a rollback to that version.
 async fn save(
     state: &AppState,
     caller: &Caller,
@@ -80,6 +82,12 @@ async fn save(
 ) -> AppResult<Option<ConfigVersionRecord>> {
     let json = serde_json::to_string(config).map_err(anyhow::Error::from)?;
     let version = existing.map_or(1, |p| p.version + 1);
+    let restored = match existing {
+        Some(p) => {
+            state.store.config_version_with_content(p.id, &content_hash(&json)).await?.filter(|v| *v < p.version)
+        }
+        None => None,
+    };
     let record = ConfigVersionRecord {
         version,
         etag: etag(version, &json),
@@ -89,15 +97,32 @@ async fn save(
         comment: comment.to_string(),
     };
     let task = new_task(state, caller, CONFIG_DEPLOY, name, &config_uri(&caller.customer, name));
+    let operation = match (existing, restored) {
+        (None, _) => op::PROPERTY_CREATE,
+        (Some(_), None) => op::CONFIG_UPDATE,
+        (Some(_), Some(_)) => op::CONFIG_ROLLBACK,
+    };
+    let mut audit = AuditEvent::by(caller, record.created_ms, operation, Target::property(name));
+    if let Some(p) = existing {
+        audit = audit.detail("from_version", p.version);
+    }
+    audit = audit.detail("to_version", version);
+    if let Some(v) = restored {
+        audit = audit.detail("restored_version", v);
+    }
     match existing {
-        Some(p) => Ok(state.store.update_property_config(p.id, p.version, &record, &task).await?.then_some(record)),
+        Some(p) => {
+            Ok(state.store.update_property_config(p.id, p.version, &record, &task, &audit).await?.then_some(record))
+        }
         None => {
-            state.store.create_property(caller.customer.id, name, &record, &task).await.map_err(|e| match e {
-                crate::store::StoreError::Conflict(_) => {
-                    AppError::Conflict { kind: "conflict", message: format!("A property {name:?} already exists.") }
-                }
-                other => other.into(),
-            })?;
+            state.store.create_property(caller.customer.id, name, &record, &task, &audit).await.map_err(
+                |e| match e {
+                    crate::store::StoreError::Conflict(_) => {
+                        AppError::Conflict { kind: "conflict", message: format!("A property {name:?} already exists.") }
+                    }
+                    other => other.into(),
+                },
+            )?;
             Ok(Some(record))
         }
     }

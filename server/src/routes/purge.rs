@@ -18,10 +18,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
+    audit::{Target, op},
     auth::Caller,
     error::AppError,
     fleet,
-    store::{PurgeRecord, TaskRecord},
+    store::{AuditEvent, PurgeRecord, TaskRecord},
     tasks::{PURGE, new_task},
 };
 
@@ -166,7 +167,11 @@ async fn purge(
         uris: serde_json::to_string(&body.uris).unwrap_or_default(),
         username: caller.user.username.clone(),
     };
-    let id = match state.store.create_purge(&record, &task).await {
+    let audit = AuditEvent::by(&caller, task.begin_ms, op::PURGE, Target::purge(&body.action))
+        .detail("action", body.action.as_str())
+        .detail("uris", body.uris.len())
+        .detail("first_uri", body.uris.first().map(|u| u.uri_pattern.as_str()).unwrap_or_default());
+    let id = match state.store.create_purge(&record, &task, &audit).await {
         Ok(id) => id,
         Err(e) => return internal(e),
     };

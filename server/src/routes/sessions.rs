@@ -13,11 +13,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::Authed,
+    audit::{Target, op},
     auth::{self, Caller, PasswordLogin, PathCustomer},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
-    store::{Customer, SessionRecord},
+    store::{Actor, AuditEvent, Customer, SessionRecord, UserRecord},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -55,16 +56,28 @@ fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// The session named by `session_id`, if it is live, belongs to the caller's customer, and the caller may see it
-/// (their own, or any of the customer's when they are an administrator).
-async fn visible_session(state: &AppState, caller: &Caller, session_id: &str) -> AppResult<SessionRecord> {
-    let (session, ..) = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
+/// The session named by `session_id` and its user, if it is live, belongs to the caller's customer, and the
+/// caller may see it (their own, or any of the customer's when they are an administrator).
+async fn visible_session(
+    state: &AppState,
+    caller: &Caller,
+    session_id: &str,
+) -> AppResult<(SessionRecord, UserRecord)> {
+    let (session, _, user) = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
     let visible = session.customer_id == caller.customer.id
         && (session.user_id == caller.user.id || caller.role == auth::Role::Admin);
     if !visible {
         return Err(AppError::NotFound("session"));
     }
-    Ok(session)
+    Ok((session, user))
+}
+
+/// Ends a session, with its record.
+async fn end_session(state: &AppState, caller: &Caller, session: &SessionRecord, username: &str) -> AppResult<()> {
+    let target = Target::session(&session.token_hash, username);
+    let audit = AuditEvent::by(caller, state.clock.now_ms(), op::SESSION_DELETE, target);
+    state.store.delete_session(&session.token_hash, &audit).await?;
+    Ok(())
 }
 
 /// Log in: create a session from HTTP Basic credentials. The answer also sets the `authtoken` cookie, so a
@@ -102,7 +115,10 @@ async fn create_session(State(state): State<AppState>, path: PathCustomer, heade
         created_ms: now,
         last_seen_ms: now,
     };
-    state.store.create_session(&record).await?;
+    let actor = Actor::User { id: user.id.clone(), name: user.username.clone() };
+    let target = Target::session(&record.token_hash, &user.username);
+    let audit = AuditEvent::new(customer.id, now, actor, path.addr.to_string(), op::SESSION_CREATE, target);
+    state.store.create_session(&record, &audit).await?;
     let body = session_body(&customer, &session_id, &record);
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, set_cookie(&session_id, &headers))], axum::Json(body))
         .into_response())
@@ -154,7 +170,7 @@ async fn put_current_session(
 ) -> AppResult<Response> {
     let unknown = || AppError::bad_request("unknown_session", "No live session of yours has this id.");
     let session_id = model.id.ok_or_else(unknown)?;
-    let mut session = visible_session(&state, &caller, &session_id).await.map_err(|_| unknown())?;
+    let (mut session, _) = visible_session(&state, &caller, &session_id).await.map_err(|_| unknown())?;
     if session.user_id != caller.user.id {
         return Err(unknown());
     }
@@ -177,8 +193,8 @@ async fn delete_current_session(
     headers: HeaderMap,
 ) -> AppResult<Response> {
     let (caller, _) = current(caller, &headers)?;
-    let session = caller.session.ok_or(AppError::NotFound("session"))?;
-    state.store.delete_session(&session.token_hash).await?;
+    let session = caller.session.as_ref().ok_or(AppError::NotFound("session"))?;
+    end_session(&state, &caller, session, &caller.user.username).await?;
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response())
 }
 
@@ -196,7 +212,7 @@ async fn get_session(
     Authed(caller): Authed,
     Path(p): Path<SessionPath>,
 ) -> AppResult<Response> {
-    let session = visible_session(&state, &caller, &p.session_id).await?;
+    let (session, _) = visible_session(&state, &caller, &p.session_id).await?;
     Ok(axum::Json(session_body(&caller.customer, &p.session_id, &session)).into_response())
 }
 
@@ -225,7 +241,7 @@ async fn put_session(
             details: vec![e.to_string()],
         })?;
     }
-    let mut session = visible_session(&state, &caller, &p.session_id).await?;
+    let (mut session, _) = visible_session(&state, &caller, &p.session_id).await?;
     auth::touch_session(&state, &mut session, true).await?;
     Ok(axum::Json(session_body(&caller.customer, &p.session_id, &session)).into_response())
 }
@@ -245,8 +261,8 @@ async fn delete_session(
     headers: HeaderMap,
     Path(p): Path<SessionPath>,
 ) -> AppResult<Response> {
-    let session = visible_session(&state, &caller, &p.session_id).await?;
-    state.store.delete_session(&session.token_hash).await?;
+    let (session, user) = visible_session(&state, &caller, &p.session_id).await?;
+    end_session(&state, &caller, &session, &user.username).await?;
     if auth::session_cookie(&headers).as_deref() == Some(p.session_id.as_str()) {
         return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
     }

@@ -16,10 +16,11 @@ use crate::{
     AppState,
     access::{Allowed, SelfOr, perm},
     admin,
+    audit::{Target, op},
     auth::Role,
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{Customer, NewUser, StoreError, UserRecord, UserUpdate},
+    store::{AuditEvent, Customer, NewUser, StoreError, UserRecord, UserUpdate},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -253,7 +254,13 @@ async fn create_user(
         role: role.as_str().into(),
         password_hash,
     };
-    let record = state.store.create_user(customer.id, &user, state.clock.now_ms()).await.map_err(username_taken)?;
+    let now = state.clock.now_ms();
+    let target = Target { kind: "user", id: user.id.clone(), name: user.username.clone() };
+    let audit = AuditEvent::by(&caller, now, op::USER_CREATE, target)
+        .detail("role", user.role.as_str())
+        .detail("source", user.source.as_str())
+        .detail("enabled", user.enabled);
+    let record = state.store.create_user(customer.id, &user, now, &audit).await.map_err(username_taken)?;
     let body = user_body(&customer.name, &record);
     Ok((StatusCode::CREATED, [(header::LOCATION, body.uri.clone())], axum::Json(body)).into_response())
 }
@@ -341,9 +348,32 @@ async fn update_user(
     if !problems.is_empty() {
         return Err(invalid_user(problems));
     }
+    if update == UserUpdate::default() {
+        // Nothing differs: nothing to write, nothing to record.
+        return Ok(axum::Json(user_body(&caller.customer.name, &user)));
+    }
+    let operation = if update.role.is_some() { op::USER_ROLE_CHANGE } else { op::USER_UPDATE };
+    let mut audit = AuditEvent::by(&caller, state.clock.now_ms(), operation, Target::user(&user));
+    for (field, value) in [
+        ("username", &update.username),
+        ("full_name", &update.full_name),
+        ("email", &update.email),
+        ("phone_number", &update.phone_number),
+        ("role", &update.role),
+    ] {
+        if let Some(v) = value {
+            audit = audit.detail(field, v.as_str());
+        }
+    }
+    if update.role.is_some() {
+        audit = audit.detail("previous_role", user.role.as_str());
+    }
+    if let Some(enabled) = update.enabled {
+        audit = audit.detail("enabled", enabled);
+    }
     let updated = state
         .store
-        .update_user(caller.customer.id, &user.id, &update)
+        .update_user(caller.customer.id, &user.id, &update, &audit)
         .await
         .map_err(username_taken)?
         .ok_or(AppError::NotFound("user"))?;
@@ -367,7 +397,9 @@ async fn delete_user(
     Allowed(caller, _): Allowed<perm::ManageUsers>,
     Path(p): Path<UserPath>,
 ) -> AppResult<StatusCode> {
-    if !state.store.delete_user(caller.customer.id, &p.user_id).await? {
+    let user = find_user(&state, &caller.customer, &p.user_id).await?;
+    let audit = AuditEvent::by(&caller, state.clock.now_ms(), op::USER_DELETE, Target::user(&user));
+    if !state.store.delete_user(caller.customer.id, &user.id, &audit).await? {
         return Err(AppError::NotFound("user"));
     }
     Ok(StatusCode::NO_CONTENT)

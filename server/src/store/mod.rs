@@ -185,6 +185,62 @@ pub struct NetworkListUpdate {
     pub deprecated: Option<bool>,
 }
 
+/// Who an audit record names as having acted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A user of the customer.
+    User { id: String, name: String },
+    /// A username that names no user (a failed login).
+    Unknown(String),
+    /// The server itself or its operator (expiry, the command line, demo data).
+    System,
+}
+
+/// One record of the audit log, as written: who did what to what, from where, when, and how it ended. Every
+/// method of [`Store`] that changes something takes one and writes it in the transaction of the change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    pub customer_id: CustomerId,
+    pub time_ms: i64,
+    pub actor: Actor,
+    /// The client's address; empty for [`Actor::System`].
+    pub source: String,
+    pub operation: String,
+    pub target_type: String,
+    pub target_id: String,
+    pub target_name: String,
+    /// False for failed logins and lockouts.
+    pub success: bool,
+    /// What changed, as a JSON object.
+    pub details: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A stored audit record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub event: AuditEvent,
+    /// Its target still exists (users, properties, network lists, purges, identity sources, the account).
+    pub target_exists: bool,
+}
+
+/// Which audit records to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// From this time (inclusive).
+    pub from_ms: Option<i64>,
+    /// Before this time.
+    pub to_ms: Option<i64>,
+    /// A user id or a name.
+    pub actor: Option<String>,
+    /// An operation, or a prefix of operations ending before a dot (`user` is `user.create`, `user.update`, …).
+    pub operation: Option<String>,
+    /// A target type, when the filter was `type:id`.
+    pub target_type: Option<String>,
+    /// A target id.
+    pub target_id: Option<String>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A uniqueness rule refused the write (the string names what already exists).
@@ -211,12 +267,24 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn customer_count(&self) -> StoreResult<u64>;
-    /// Creates a customer and its first users in one transaction: all of them or nothing.
-    async fn create_customer(&self, customer: NewCustomer, users: &[NewUser], created_ms: i64)
-    -> StoreResult<Customer>;
+    /// Creates a customer and its first users in one transaction: all of them or nothing. The audit record is
+    /// written under the new customer (its `customer_id` is ignored).
+    async fn create_customer(
+        &self,
+        customer: NewCustomer,
+        users: &[NewUser],
+        created_ms: i64,
+        audit: &AuditEvent,
+    ) -> StoreResult<Customer>;
     async fn customer_by_name(&self, name: &str) -> StoreResult<Option<Customer>>;
 
-    async fn create_user(&self, customer: CustomerId, user: &NewUser, created_ms: i64) -> StoreResult<UserRecord>;
+    async fn create_user(
+        &self,
+        customer: CustomerId,
+        user: &NewUser,
+        created_ms: i64,
+        audit: &AuditEvent,
+    ) -> StoreResult<UserRecord>;
     async fn user_by_username(&self, customer: CustomerId, username: &str) -> StoreResult<Option<UserRecord>>;
     async fn user_by_id(&self, customer: CustomerId, id: &str) -> StoreResult<Option<UserRecord>>;
     /// A page of users ordered by username, optionally only those whose username or full name contains
@@ -230,42 +298,54 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<(Vec<UserRecord>, u64)>;
     /// Applies `update`; `Ok(None)` when the user does not exist; [`StoreError::LastAdmin`] (and no change) when
     /// it would leave no enabled administrator; [`StoreError::Conflict`] when the new username is taken.
-    async fn update_user(&self, customer: CustomerId, id: &str, update: &UserUpdate)
-    -> StoreResult<Option<UserRecord>>;
+    async fn update_user(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        update: &UserUpdate,
+        audit: &AuditEvent,
+    ) -> StoreResult<Option<UserRecord>>;
     /// Deletes a user with its sessions; false when it did not exist; [`StoreError::LastAdmin`] as above.
-    async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool>;
-    /// Sets (or with `None` invalidates) a user's password and ends all its sessions but `keep_session` (a token
-    /// hash).
+    async fn delete_user(&self, customer: CustomerId, id: &str, audit: &AuditEvent) -> StoreResult<bool>;
+    /// Sets a user's password and ends all its sessions but `keep_session` (a token hash).
     async fn set_password(
         &self,
         customer: CustomerId,
         user_id: &str,
-        hash: Option<&str>,
+        hash: &str,
         keep_session: Option<&str>,
+        audit: &AuditEvent,
     ) -> StoreResult<bool>;
 
-    async fn create_password_reset(&self, reset: &PasswordReset) -> StoreResult<()>;
+    /// An administrator's reset: stores the reset token, and voids the user's password and ends its sessions.
+    /// False when the user does not exist (and nothing is stored).
+    async fn reset_password(&self, reset: &PasswordReset, audit: &AuditEvent) -> StoreResult<bool>;
     async fn password_reset(&self, token_hash: &str) -> StoreResult<Option<PasswordReset>>;
-    async fn delete_password_reset(&self, token_hash: &str) -> StoreResult<()>;
     /// Uses a reset token: sets the password, ends the user's sessions and removes all its reset tokens, at once.
     /// False when the token is gone (used meanwhile).
-    async fn finish_password_reset(&self, token_hash: &str, hash: &str) -> StoreResult<bool>;
+    async fn finish_password_reset(&self, token_hash: &str, hash: &str, audit: &AuditEvent) -> StoreResult<bool>;
 
     /// Stores a seed handed out for pairing, replacing earlier ones of the user.
-    async fn create_otp_seed(&self, seed: &OtpSeedRecord) -> StoreResult<()>;
+    async fn create_otp_seed(&self, seed: &OtpSeedRecord, audit: &AuditEvent) -> StoreResult<()>;
     async fn otp_seed(&self, user_id: &str, seed_id: &str) -> StoreResult<Option<OtpSeedRecord>>;
     /// Turns two-factor on with `secret`, its last used step `last_step`, and drops the user's seeds. False when
-    /// it was already on.
-    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64) -> StoreResult<bool>;
-    async fn disable_otp(&self, user_id: &str) -> StoreResult<()>;
-    /// Records that the code of `step` was used; false when that step or a later one was used already.
+    /// it was already on (and nothing is written).
+    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64, audit: &AuditEvent) -> StoreResult<bool>;
+    /// Turns two-factor off; false when it was off (and nothing is written).
+    async fn disable_otp(&self, user_id: &str, audit: &AuditEvent) -> StoreResult<bool>;
+    /// Records that the code of `step` was used; false when that step or a later one was used already. Part of
+    /// a login (whose session is recorded), not audited on its own.
     async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool>;
 
     /// Sets the fields of `change` that are present, each on its own (a concurrent change of another field
     /// is kept).
-    async fn update_customer(&self, id: CustomerId, change: &AccountChange) -> StoreResult<Option<Customer>>;
+    async fn update_customer(
+        &self,
+        id: CustomerId,
+        change: &AccountChange,
+        audit: &AuditEvent,
+    ) -> StoreResult<Option<Customer>>;
 
-    async fn create_task(&self, task: &TaskRecord) -> StoreResult<()>;
     async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>>;
     /// Tasks that may have changed after `since_ms` (those not ended by then), newest first.
     async fn tasks_since(&self, customer: CustomerId, since_ms: i64) -> StoreResult<Vec<TaskRecord>>;
@@ -284,6 +364,7 @@ pub trait Store: Send + Sync + 'static {
         name: &str,
         first: &ConfigVersionRecord,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<PropertyRecord>;
     /// Stores `next` as the property's new current configuration if the current version is still
     /// `expected_version` (compare and swap), with its deployment task. False when another update came first.
@@ -293,13 +374,16 @@ pub trait Store: Send + Sync + 'static {
         expected_version: u64,
         next: &ConfigVersionRecord,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<bool>;
     /// The history, newest first (without the configurations).
     async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>>;
     async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>>;
+    /// The newest version whose content has this hash (see [`crate::config::content_hash`]), if any.
+    async fn config_version_with_content(&self, property_id: i64, content_hash: &str) -> StoreResult<Option<u64>>;
 
-    /// Stores a purge with its task; returns the transaction id.
-    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord) -> StoreResult<i64>;
+    /// Stores a purge with its task; returns the transaction id, which is also the audit record's target id.
+    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64>;
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>>;
     /// The newest purges first.
     async fn recent_purges(&self, customer: CustomerId, limit: u64) -> StoreResult<Vec<(PurgeRecord, TaskRecord)>>;
@@ -320,6 +404,7 @@ pub trait Store: Send + Sync + 'static {
         list: &NetworkListRecord,
         entries: &[EntryRecord],
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<()>;
     async fn update_network_list(
         &self,
@@ -327,9 +412,16 @@ pub trait Store: Send + Sync + 'static {
         id: &str,
         update: &NetworkListUpdate,
         modified_ms: i64,
+        audit: &AuditEvent,
     ) -> StoreResult<Option<NetworkListRecord>>;
     /// Deletes a list and its entries, with the deployment task of the deletion.
-    async fn delete_network_list(&self, customer: CustomerId, id: &str, task: &TaskRecord) -> StoreResult<bool>;
+    async fn delete_network_list(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        task: &TaskRecord,
+        audit: &AuditEvent,
+    ) -> StoreResult<bool>;
     /// Adds entries (values already present are counted, not added), unless the list would hold more than
     /// `max_entries` ([`StoreError::Limit`], nothing written); with the deployment task.
     async fn add_entries(
@@ -339,6 +431,7 @@ pub trait Store: Send + Sync + 'static {
         max_entries: u64,
         modified_ms: i64,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<AddedEntries>;
     /// A page of entries, oldest first, optionally only those containing `search`, and the total that match.
     async fn entries(
@@ -358,21 +451,49 @@ pub trait Store: Send + Sync + 'static {
         entry_id: &str,
         modified_ms: i64,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<bool>;
     /// Removes every entry, keeping the list, with the deployment task; returns how many there were.
-    async fn clear_entries(&self, list_id: &str, modified_ms: i64, task: &TaskRecord) -> StoreResult<u64>;
+    async fn clear_entries(
+        &self,
+        list_id: &str,
+        modified_ms: i64,
+        task: &TaskRecord,
+        audit: &AuditEvent,
+    ) -> StoreResult<u64>;
 
     /// Identity sources registered besides `local`: id and configuration (JSON object text).
     async fn identity_sources(&self, customer: CustomerId) -> StoreResult<Vec<(String, String)>>;
-    async fn add_identity_source(&self, customer: CustomerId, id: &str, configuration: &str) -> StoreResult<()>;
+    async fn add_identity_source(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        configuration: &str,
+        audit: &AuditEvent,
+    ) -> StoreResult<()>;
 
-    async fn create_session(&self, session: &SessionRecord) -> StoreResult<()>;
+    async fn create_session(&self, session: &SessionRecord, audit: &AuditEvent) -> StoreResult<()>;
     /// A session with its customer and user, in one read: every request with the session cookie needs all
     /// three. `None` when the session does not exist.
     async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>>;
+    /// Records the last use of a session (bookkeeping, not audited).
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()>;
-    /// Deletes a session; false when there was none.
-    async fn delete_session(&self, token_hash: &str) -> StoreResult<bool>;
-    /// Deletes sessions idle since before `idle_before_ms` or created before `created_before_ms`.
-    async fn purge_sessions(&self, idle_before_ms: i64, created_before_ms: i64) -> StoreResult<u64>;
+    /// Deletes a session; false when there was none (and nothing is written).
+    async fn delete_session(&self, token_hash: &str, audit: &AuditEvent) -> StoreResult<bool>;
+    /// Deletes sessions idle since before `idle_before_ms` or created before `created_before_ms`, each with a
+    /// `session.expire` record by the system at `now_ms`.
+    async fn purge_sessions(&self, idle_before_ms: i64, created_before_ms: i64, now_ms: i64) -> StoreResult<u64>;
+
+    /// Writes an audit record of something that changes nothing else (a failed login, a lockout).
+    async fn record_audit(&self, event: &AuditEvent) -> StoreResult<()>;
+    /// A page of the customer's audit records, newest first, and how many match.
+    async fn audit_records(
+        &self,
+        customer: CustomerId,
+        filter: &AuditFilter,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<AuditEntry>, u64)>;
+    /// Deletes audit records older than `before_ms`; returns how many.
+    async fn prune_audit(&self, before_ms: i64) -> StoreResult<u64>;
 }

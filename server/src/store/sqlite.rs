@@ -92,7 +92,114 @@ impl Search<'_> {
 }
 
 fn like_pattern(search: &str) -> String {
-    format!("%{}%", search.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
+    format!("%{}%", escape_like(&search.to_lowercase()))
+}
+
+/// `text` with `\`, `%` and `_` escaped for a LIKE pattern with `ESCAPE '\'`.
+fn escape_like(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+}
+
+/// Deletes the rows of `table` whose `column` is below `before`, a few thousand at a time so that writers
+/// waiting for the lock are not held up long; returns how many.
+async fn prune_in_batches(pool: &SqlitePool, table: &str, column: &str, before: i64) -> StoreResult<u64> {
+    let sql = format!("DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} WHERE {column} < ? LIMIT 5000)");
+    let mut total = 0;
+    loop {
+        let done = sqlx::query(&sql).bind(before).execute(pool).await?.rows_affected();
+        total += done;
+        if done == 0 {
+            return Ok(total);
+        }
+    }
+}
+
+async fn insert_audit(conn: &mut sqlx::SqliteConnection, e: &AuditEvent) -> StoreResult<()> {
+    let (actor_type, actor_id, actor_name) = match &e.actor {
+        Actor::User { id, name } => ("user", Some(id.as_str()), name.as_str()),
+        Actor::Unknown(name) => ("user", None, name.as_str()),
+        Actor::System => ("system", None, "system"),
+    };
+    sqlx::query(
+        "INSERT INTO audit_log (customer_id, time_ms, actor_type, actor_id, actor_name, source, operation,
+                                target_type, target_id, target_name, success, details)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(e.customer_id)
+    .bind(e.time_ms)
+    .bind(actor_type)
+    .bind(actor_id)
+    .bind(actor_name)
+    .bind(&e.source)
+    .bind(&e.operation)
+    .bind(&e.target_type)
+    .bind(&e.target_id)
+    .bind(&e.target_name)
+    .bind(e.success)
+    .bind(serde_json::Value::Object(e.details.clone()).to_string())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether an audit record's target still exists (`a` is the record).
+const TARGET_EXISTS: &str = "CASE a.target_type
+    WHEN 'user' THEN EXISTS (SELECT 1 FROM users t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'property' THEN EXISTS
+        (SELECT 1 FROM properties t WHERE t.customer_id = a.customer_id AND t.name = a.target_id)
+    WHEN 'network_list' THEN EXISTS
+        (SELECT 1 FROM network_lists t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'purge' THEN EXISTS
+        (SELECT 1 FROM purge_transactions t WHERE t.customer_id = a.customer_id AND CAST(t.id AS TEXT) = a.target_id)
+    WHEN 'identity_source' THEN EXISTS
+        (SELECT 1 FROM identity_sources t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'account' THEN 1
+    ELSE 0 END";
+
+/// `sql` with the parameters ?1 to ?8 of an audit filter bound.
+fn audit_filter<'q>(
+    sql: &'q str,
+    customer: CustomerId,
+    f: &'q AuditFilter,
+    operation_prefix: &'q Option<String>,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+    sqlx::query(sql)
+        .bind(customer)
+        .bind(f.from_ms)
+        .bind(f.to_ms)
+        .bind(&f.actor)
+        .bind(&f.operation)
+        .bind(operation_prefix)
+        .bind(&f.target_type)
+        .bind(&f.target_id)
+}
+
+fn audit_from_row(row: &SqliteRow) -> Result<AuditEntry, sqlx::Error> {
+    let actor_type: String = row.try_get("actor_type")?;
+    let actor_id: Option<String> = row.try_get("actor_id")?;
+    let actor_name: String = row.try_get("actor_name")?;
+    let actor = match (actor_type.as_str(), actor_id) {
+        ("system", _) => Actor::System,
+        (_, Some(id)) => Actor::User { id, name: actor_name },
+        (_, None) => Actor::Unknown(actor_name),
+    };
+    let details: String = row.try_get("details")?;
+    Ok(AuditEntry {
+        id: row.try_get("id")?,
+        event: AuditEvent {
+            customer_id: row.try_get("customer_id")?,
+            time_ms: row.try_get("time_ms")?,
+            actor,
+            source: row.try_get("source")?,
+            operation: row.try_get("operation")?,
+            target_type: row.try_get("target_type")?,
+            target_id: row.try_get("target_id")?,
+            target_name: row.try_get("target_name")?,
+            success: row.try_get("success")?,
+            details: serde_json::from_str(&details).unwrap_or_default(),
+        },
+        target_exists: row.try_get("target_exists")?,
+    })
 }
 
 fn is_unique_violation(e: &sqlx::Error) -> bool {
@@ -352,7 +459,13 @@ impl Store for SqliteStore {
         Ok(n as u64)
     }
 
-    async fn create_customer(&self, c: NewCustomer, users: &[NewUser], created_ms: i64) -> StoreResult<Customer> {
+    async fn create_customer(
+        &self,
+        c: NewCustomer,
+        users: &[NewUser],
+        created_ms: i64,
+        audit: &AuditEvent,
+    ) -> StoreResult<Customer> {
         let mut tx = self.write_transaction().await?;
         let row = sqlx::query(
             "INSERT INTO customers (name, display_name, contact_email, created_ms) VALUES (?, ?, ?, ?) RETURNING *",
@@ -368,6 +481,7 @@ impl Store for SqliteStore {
         for user in users {
             insert_user(&mut tx, customer.id, user, created_ms).await?;
         }
+        insert_audit(&mut tx, &AuditEvent { customer_id: customer.id, ..audit.clone() }).await?;
         tx.commit().await?;
         Ok(customer)
     }
@@ -377,9 +491,18 @@ impl Store for SqliteStore {
         Ok(row.as_ref().map(customer_from_row).transpose()?)
     }
 
-    async fn create_user(&self, customer: CustomerId, user: &NewUser, created_ms: i64) -> StoreResult<UserRecord> {
-        let mut conn = self.pool.acquire().await?;
-        insert_user(&mut conn, customer, user, created_ms).await
+    async fn create_user(
+        &self,
+        customer: CustomerId,
+        user: &NewUser,
+        created_ms: i64,
+        audit: &AuditEvent,
+    ) -> StoreResult<UserRecord> {
+        let mut tx = self.write_transaction().await?;
+        let user = insert_user(&mut tx, customer, user, created_ms).await?;
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(user)
     }
 
     async fn user_by_username(&self, customer: CustomerId, username: &str) -> StoreResult<Option<UserRecord>> {
@@ -416,7 +539,13 @@ impl Store for SqliteStore {
         page.run(&self.pool, customer, search, offset, limit, user_from_row).await
     }
 
-    async fn update_user(&self, customer: CustomerId, id: &str, u: &UserUpdate) -> StoreResult<Option<UserRecord>> {
+    async fn update_user(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        u: &UserUpdate,
+        audit: &AuditEvent,
+    ) -> StoreResult<Option<UserRecord>> {
         let mut tx = self.write_transaction().await?;
         let row = sqlx::query(
             "UPDATE users SET username = COALESCE(?, username), full_name = COALESCE(?, full_name),
@@ -441,11 +570,12 @@ impl Store for SqliteStore {
         if !user.enabled {
             sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(id).execute(&mut *tx).await?;
         }
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(Some(user))
     }
 
-    async fn delete_user(&self, customer: CustomerId, id: &str) -> StoreResult<bool> {
+    async fn delete_user(&self, customer: CustomerId, id: &str, audit: &AuditEvent) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM users WHERE customer_id = ? AND id = ?")
             .bind(customer)
@@ -456,6 +586,7 @@ impl Store for SqliteStore {
             return Ok(false);
         }
         ensure_an_admin(&mut tx, customer).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -464,8 +595,9 @@ impl Store for SqliteStore {
         &self,
         customer: CustomerId,
         user_id: &str,
-        hash: Option<&str>,
+        hash: &str,
         keep_session: Option<&str>,
+        audit: &AuditEvent,
     ) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query("UPDATE users SET password_hash = ? WHERE customer_id = ? AND id = ?")
@@ -474,24 +606,40 @@ impl Store for SqliteStore {
             .bind(user_id)
             .execute(&mut *tx)
             .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
         sqlx::query("DELETE FROM sessions WHERE user_id = ? AND token_hash IS NOT ?")
             .bind(user_id)
             .bind(keep_session)
             .execute(&mut *tx)
             .await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        Ok(true)
     }
 
-    async fn create_password_reset(&self, r: &PasswordReset) -> StoreResult<()> {
+    async fn reset_password(&self, r: &PasswordReset, audit: &AuditEvent) -> StoreResult<bool> {
+        let mut tx = self.write_transaction().await?;
+        let done = sqlx::query("UPDATE users SET password_hash = NULL WHERE customer_id = ? AND id = ?")
+            .bind(r.customer_id)
+            .bind(&r.user_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
         sqlx::query("INSERT INTO password_resets (token_hash, customer_id, user_id, expires_ms) VALUES (?, ?, ?, ?)")
             .bind(&r.token_hash)
             .bind(r.customer_id)
             .bind(&r.user_id)
             .bind(r.expires_ms)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-        Ok(())
+        sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(&r.user_id).execute(&mut *tx).await?;
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn password_reset(&self, token_hash: &str) -> StoreResult<Option<PasswordReset>> {
@@ -502,12 +650,7 @@ impl Store for SqliteStore {
         Ok(row.as_ref().map(reset_from_row).transpose()?)
     }
 
-    async fn delete_password_reset(&self, token_hash: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM password_resets WHERE token_hash = ?").bind(token_hash).execute(&self.pool).await?;
-        Ok(())
-    }
-
-    async fn finish_password_reset(&self, token_hash: &str, hash: &str) -> StoreResult<bool> {
+    async fn finish_password_reset(&self, token_hash: &str, hash: &str, audit: &AuditEvent) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let row = sqlx::query("DELETE FROM password_resets WHERE token_hash = ? RETURNING *")
             .bind(token_hash)
@@ -521,11 +664,12 @@ impl Store for SqliteStore {
             .await?;
         sqlx::query("DELETE FROM password_resets WHERE user_id = ?").bind(&reset.user_id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM sessions WHERE user_id = ?").bind(&reset.user_id).execute(&mut *tx).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
 
-    async fn create_otp_seed(&self, seed: &OtpSeedRecord) -> StoreResult<()> {
+    async fn create_otp_seed(&self, seed: &OtpSeedRecord, audit: &AuditEvent) -> StoreResult<()> {
         let mut tx = self.write_transaction().await?;
         sqlx::query("DELETE FROM otp_seeds WHERE user_id = ?").bind(&seed.user_id).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO otp_seeds (id, user_id, secret, created_ms) VALUES (?, ?, ?, ?)")
@@ -535,6 +679,7 @@ impl Store for SqliteStore {
             .bind(seed.created_ms)
             .execute(&mut *tx)
             .await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -557,7 +702,7 @@ impl Store for SqliteStore {
             .transpose()?)
     }
 
-    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64) -> StoreResult<bool> {
+    async fn enable_otp(&self, user_id: &str, secret: &str, last_step: i64, audit: &AuditEvent) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query(
             "UPDATE users SET otp_enabled = 1, otp_secret = ?, otp_last_step = ? WHERE id = ? AND otp_enabled = 0",
@@ -567,17 +712,29 @@ impl Store for SqliteStore {
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
         sqlx::query("DELETE FROM otp_seeds WHERE user_id = ?").bind(user_id).execute(&mut *tx).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
-        Ok(done.rows_affected() > 0)
+        Ok(true)
     }
 
-    async fn disable_otp(&self, user_id: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE users SET otp_enabled = 0, otp_secret = NULL, otp_last_step = 0 WHERE id = ?")
-            .bind(user_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    async fn disable_otp(&self, user_id: &str, audit: &AuditEvent) -> StoreResult<bool> {
+        let mut tx = self.write_transaction().await?;
+        let done = sqlx::query(
+            "UPDATE users SET otp_enabled = 0, otp_secret = NULL, otp_last_step = 0 WHERE id = ? AND otp_enabled = 1",
+        )
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn consume_otp_step(&self, user_id: &str, step: i64) -> StoreResult<bool> {
@@ -590,7 +747,13 @@ impl Store for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn update_customer(&self, id: CustomerId, change: &AccountChange) -> StoreResult<Option<Customer>> {
+    async fn update_customer(
+        &self,
+        id: CustomerId,
+        change: &AccountChange,
+        audit: &AuditEvent,
+    ) -> StoreResult<Option<Customer>> {
+        let mut tx = self.write_transaction().await?;
         let row = sqlx::query(
             "UPDATE customers SET display_name = COALESCE(?, display_name), contact_email = COALESCE(?, contact_email),
                                   timezone = COALESCE(?, timezone)
@@ -600,15 +763,12 @@ impl Store for SqliteStore {
         .bind(&change.contact_email)
         .bind(&change.timezone)
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?;
-        Ok(row.as_ref().map(customer_from_row).transpose()?)
-    }
-
-    async fn create_task(&self, task: &TaskRecord) -> StoreResult<()> {
-        let mut conn = self.pool.acquire().await?;
-        insert_task(&mut conn, task).await?;
-        Ok(())
+        let Some(customer) = row.as_ref().map(customer_from_row).transpose()? else { return Ok(None) };
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(Some(customer))
     }
 
     async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>> {
@@ -657,6 +817,7 @@ impl Store for SqliteStore {
         name: &str,
         first: &ConfigVersionRecord,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<PropertyRecord> {
         let mut tx = self.write_transaction().await?;
         let id: i64 =
@@ -669,6 +830,7 @@ impl Store for SqliteStore {
                 .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("property") } else { e.into() })?;
         insert_version(&mut tx, id, first).await?;
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(PropertyRecord { id, customer_id: customer, name: name.to_string(), version: first.version })
     }
@@ -679,6 +841,7 @@ impl Store for SqliteStore {
         expected_version: u64,
         next: &ConfigVersionRecord,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query("UPDATE properties SET version = ? WHERE id = ? AND version = ?")
@@ -692,6 +855,7 @@ impl Store for SqliteStore {
         }
         insert_version(&mut tx, property_id, next).await?;
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -716,7 +880,20 @@ impl Store for SqliteStore {
         Ok(row.as_ref().map(version_from_row).transpose()?)
     }
 
-    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord) -> StoreResult<i64> {
+    async fn config_version_with_content(&self, property_id: i64, content_hash: &str) -> StoreResult<Option<u64>> {
+        // The etag ends with the content hash and its closing quote.
+        let version: Option<i64> = sqlx::query_scalar(
+            "SELECT version FROM property_versions WHERE property_id = ? AND substr(etag, -17, 16) = ?
+             ORDER BY version DESC LIMIT 1",
+        )
+        .bind(property_id)
+        .bind(content_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(version.map(|v| v as u64))
+    }
+
+    async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64> {
         let mut tx = self.write_transaction().await?;
         insert_task(&mut tx, task).await?;
         let id: i64 = sqlx::query_scalar(
@@ -731,6 +908,7 @@ impl Store for SqliteStore {
         .bind(&purge.username)
         .fetch_one(&mut *tx)
         .await?;
+        insert_audit(&mut tx, &AuditEvent { target_id: id.to_string(), ..audit.clone() }).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -794,6 +972,7 @@ impl Store for SqliteStore {
         list: &NetworkListRecord,
         entries: &[EntryRecord],
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<()> {
         let mut tx = self.write_transaction().await?;
         sqlx::query(
@@ -810,6 +989,7 @@ impl Store for SqliteStore {
         .await?;
         insert_entries(&mut tx, &list.id, entries).await?;
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -820,7 +1000,9 @@ impl Store for SqliteStore {
         id: &str,
         u: &NetworkListUpdate,
         modified_ms: i64,
+        audit: &AuditEvent,
     ) -> StoreResult<Option<NetworkListRecord>> {
+        let mut tx = self.write_transaction().await?;
         let done = sqlx::query(
             "UPDATE network_lists SET name = COALESCE(?, name), description = COALESCE(?, description),
                     deprecated = COALESCE(?, deprecated), modified_ms = ?
@@ -832,15 +1014,23 @@ impl Store for SqliteStore {
         .bind(modified_ms)
         .bind(customer)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
         }
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
         self.network_list(customer, id).await
     }
 
-    async fn delete_network_list(&self, customer: CustomerId, id: &str, task: &TaskRecord) -> StoreResult<bool> {
+    async fn delete_network_list(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        task: &TaskRecord,
+        audit: &AuditEvent,
+    ) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM network_lists WHERE customer_id = ? AND id = ?")
             .bind(customer)
@@ -851,6 +1041,7 @@ impl Store for SqliteStore {
             return Ok(false);
         }
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -862,6 +1053,7 @@ impl Store for SqliteStore {
         max_entries: u64,
         modified_ms: i64,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<AddedEntries> {
         let mut tx = self.write_transaction().await?;
         let added = insert_entries(&mut tx, list_id, entries).await?;
@@ -879,8 +1071,10 @@ impl Store for SqliteStore {
             touch_list(&mut tx, list_id, modified_ms).await?;
         }
         insert_task(&mut tx, task).await?;
+        let already_present = entries.len() as u64 - added;
+        insert_audit(&mut tx, &audit.clone().detail("added", added).detail("already_present", already_present)).await?;
         tx.commit().await?;
-        Ok(AddedEntries { added, already_present: entries.len() as u64 - added })
+        Ok(AddedEntries { added, already_present })
     }
 
     async fn entries(
@@ -916,6 +1110,7 @@ impl Store for SqliteStore {
         entry_id: &str,
         modified_ms: i64,
         task: &TaskRecord,
+        audit: &AuditEvent,
     ) -> StoreResult<bool> {
         let mut tx = self.write_transaction().await?;
         let done = sqlx::query("DELETE FROM network_list_entries WHERE list_id = ? AND id = ?")
@@ -928,16 +1123,24 @@ impl Store for SqliteStore {
         }
         touch_list(&mut tx, list_id, modified_ms).await?;
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
     }
 
-    async fn clear_entries(&self, list_id: &str, modified_ms: i64, task: &TaskRecord) -> StoreResult<u64> {
+    async fn clear_entries(
+        &self,
+        list_id: &str,
+        modified_ms: i64,
+        task: &TaskRecord,
+        audit: &AuditEvent,
+    ) -> StoreResult<u64> {
         let mut tx = self.write_transaction().await?;
         let done =
             sqlx::query("DELETE FROM network_list_entries WHERE list_id = ?").bind(list_id).execute(&mut *tx).await?;
         touch_list(&mut tx, list_id, modified_ms).await?;
         insert_task(&mut tx, task).await?;
+        insert_audit(&mut tx, &audit.clone().detail("removed", done.rows_affected())).await?;
         tx.commit().await?;
         Ok(done.rows_affected())
     }
@@ -953,18 +1156,28 @@ impl Store for SqliteStore {
             .collect::<Result<Vec<_>, sqlx::Error>>()?)
     }
 
-    async fn add_identity_source(&self, customer: CustomerId, id: &str, configuration: &str) -> StoreResult<()> {
+    async fn add_identity_source(
+        &self,
+        customer: CustomerId,
+        id: &str,
+        configuration: &str,
+        audit: &AuditEvent,
+    ) -> StoreResult<()> {
+        let mut tx = self.write_transaction().await?;
         sqlx::query("INSERT INTO identity_sources (customer_id, id, configuration) VALUES (?, ?, ?)")
             .bind(customer)
             .bind(id)
             .bind(configuration)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("identity source") } else { e.into() })?;
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 
-    async fn create_session(&self, s: &SessionRecord) -> StoreResult<()> {
+    async fn create_session(&self, s: &SessionRecord, audit: &AuditEvent) -> StoreResult<()> {
+        let mut tx = self.write_transaction().await?;
         sqlx::query(
             "INSERT INTO sessions (token_hash, customer_id, user_id, created_ms, last_seen_ms) VALUES (?, ?, ?, ?, ?)",
         )
@@ -973,8 +1186,10 @@ impl Store for SqliteStore {
         .bind(&s.user_id)
         .bind(s.created_ms)
         .bind(s.last_seen_ms)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -1020,18 +1235,73 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn delete_session(&self, token_hash: &str) -> StoreResult<bool> {
-        let done =
-            sqlx::query("DELETE FROM sessions WHERE token_hash = ?").bind(token_hash).execute(&self.pool).await?;
-        Ok(done.rows_affected() > 0)
+    async fn delete_session(&self, token_hash: &str, audit: &AuditEvent) -> StoreResult<bool> {
+        let mut tx = self.write_transaction().await?;
+        let done = sqlx::query("DELETE FROM sessions WHERE token_hash = ?").bind(token_hash).execute(&mut *tx).await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_audit(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
-    async fn purge_sessions(&self, idle_before_ms: i64, created_before_ms: i64) -> StoreResult<u64> {
-        let done = sqlx::query("DELETE FROM sessions WHERE last_seen_ms < ? OR created_ms < ?")
-            .bind(idle_before_ms)
-            .bind(created_before_ms)
-            .execute(&self.pool)
+    async fn purge_sessions(&self, idle_before_ms: i64, created_before_ms: i64, now_ms: i64) -> StoreResult<u64> {
+        let mut tx = self.write_transaction().await?;
+        let rows = sqlx::query(
+            "DELETE FROM sessions WHERE last_seen_ms < ? OR created_ms < ?
+             RETURNING token_hash, customer_id, user_id,
+                       (SELECT username FROM users u WHERE u.id = sessions.user_id) AS username",
+        )
+        .bind(idle_before_ms)
+        .bind(created_before_ms)
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in &rows {
+            let token_hash: String = row.try_get("token_hash")?;
+            let username: Option<String> = row.try_get("username")?;
+            let target = crate::audit::Target::session(&token_hash, username.as_deref().unwrap_or_default());
+            let event =
+                AuditEvent::system(row.try_get("customer_id")?, now_ms, crate::audit::op::SESSION_EXPIRE, target);
+            insert_audit(&mut tx, &event).await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    async fn record_audit(&self, event: &AuditEvent) -> StoreResult<()> {
+        let mut conn = self.pool.acquire().await?;
+        insert_audit(&mut conn, event).await?;
+        Ok(())
+    }
+
+    async fn audit_records(
+        &self,
+        customer: CustomerId,
+        f: &AuditFilter,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<AuditEntry>, u64)> {
+        let filter = "a.customer_id = ?1 AND (?2 IS NULL OR a.time_ms >= ?2) AND (?3 IS NULL OR a.time_ms < ?3)
+             AND (?4 IS NULL OR a.actor_id = ?4 OR a.actor_name = ?4)
+             AND (?5 IS NULL OR a.operation = ?5 OR a.operation LIKE ?6 ESCAPE '\\')
+             AND (?7 IS NULL OR a.target_type = ?7) AND (?8 IS NULL OR a.target_id = ?8)";
+        let prefix = f.operation.as_deref().map(|op| format!("{}.%", escape_like(op)));
+        let count = format!("SELECT COUNT(*) FROM audit_log a WHERE {filter}");
+        let total: i64 = audit_filter(&count, customer, f, &prefix).fetch_one(&self.pool).await?.try_get(0)?;
+        let select = format!(
+            "SELECT a.*, {TARGET_EXISTS} AS target_exists FROM audit_log a WHERE {filter}
+             ORDER BY a.time_ms DESC, a.id DESC LIMIT ?9 OFFSET ?10"
+        );
+        let rows = audit_filter(&select, customer, f, &prefix)
+            .bind(limit.min(i64::MAX as u64) as i64)
+            .bind(offset.min(i64::MAX as u64) as i64)
+            .fetch_all(&self.pool)
             .await?;
-        Ok(done.rows_affected())
+        Ok((rows.iter().map(audit_from_row).collect::<Result<_, _>>()?, total as u64))
+    }
+
+    async fn prune_audit(&self, before_ms: i64) -> StoreResult<u64> {
+        prune_in_batches(&self.pool, "audit_log", "time_ms", before_ms).await
     }
 }

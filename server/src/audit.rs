@@ -1,0 +1,128 @@
+//! Audit records as handlers make them: the operations, the targets, and who acted from where. A record is
+//! handed to the store method that makes the change, which writes both in one transaction.
+
+use serde_json::{Map, Value};
+
+use crate::{
+    auth::Caller,
+    store::{Actor, AuditEvent, Customer, CustomerId, UserRecord},
+};
+
+/// The operations (the vocabulary is `edge_api::AUDIT_OPERATIONS`).
+pub mod op {
+    pub const SESSION_CREATE: &str = "session.create";
+    pub const SESSION_DELETE: &str = "session.delete";
+    pub const SESSION_EXPIRE: &str = "session.expire";
+    pub const LOGIN_FAILURE: &str = "login.failure";
+    pub const LOGIN_LOCKOUT: &str = "login.lockout";
+    pub const USER_CREATE: &str = "user.create";
+    pub const USER_UPDATE: &str = "user.update";
+    pub const USER_ROLE_CHANGE: &str = "user.role_change";
+    pub const USER_DELETE: &str = "user.delete";
+    pub const PASSWORD_CHANGE: &str = "user.password.change";
+    pub const PASSWORD_RESET: &str = "user.password.reset";
+    pub const PASSWORD_RESET_COMPLETE: &str = "user.password.reset_complete";
+    pub const OTP_SEED: &str = "user.otp.seed";
+    pub const OTP_PAIR: &str = "user.otp.pair";
+    pub const OTP_UNPAIR: &str = "user.otp.unpair";
+    pub const PROPERTY_CREATE: &str = "property.create";
+    pub const CONFIG_UPDATE: &str = "property.config.update";
+    pub const CONFIG_ROLLBACK: &str = "property.config.rollback";
+    pub const PURGE: &str = "cache.purge";
+    pub const LIST_CREATE: &str = "networklist.create";
+    pub const LIST_UPDATE: &str = "networklist.update";
+    pub const LIST_DELETE: &str = "networklist.delete";
+    pub const ENTRIES_ADD: &str = "networklist.entries.add";
+    pub const ENTRY_DELETE: &str = "networklist.entry.delete";
+    pub const ENTRIES_CLEAR: &str = "networklist.entries.clear";
+    pub const ACCOUNT_UPDATE: &str = "account.update";
+    pub const CUSTOMER_CREATE: &str = "customer.create";
+    pub const IDENTITY_SOURCE_CREATE: &str = "identity_source.create";
+}
+
+/// What a change is made to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub kind: &'static str,
+    pub id: String,
+    pub name: String,
+}
+
+impl Target {
+    pub fn user(u: &UserRecord) -> Target {
+        Target { kind: "user", id: u.id.clone(), name: u.username.clone() }
+    }
+
+    /// A session, named by the start of its stored hash (which cannot be used to log in) and its user's name.
+    pub fn session(token_hash: &str, username: &str) -> Target {
+        Target { kind: "session", id: token_hash.chars().take(16).collect(), name: username.to_string() }
+    }
+
+    pub fn property(name: &str) -> Target {
+        Target { kind: "property", id: name.to_string(), name: name.to_string() }
+    }
+
+    pub fn network_list(id: &str, name: &str) -> Target {
+        Target { kind: "network_list", id: id.to_string(), name: name.to_string() }
+    }
+
+    /// A purge; its id, the transaction id, is filled in by the store.
+    pub fn purge(action: &str) -> Target {
+        Target { kind: "purge", id: String::new(), name: action.to_string() }
+    }
+
+    pub fn account(c: &Customer) -> Target {
+        Target { kind: "account", id: c.name.clone(), name: c.display_name.clone() }
+    }
+
+    pub fn identity_source(id: &str) -> Target {
+        Target { kind: "identity_source", id: id.to_string(), name: id.to_string() }
+    }
+}
+
+impl AuditEvent {
+    /// A change made by the caller of a request, now.
+    pub fn by(caller: &Caller, now_ms: i64, operation: &str, target: Target) -> AuditEvent {
+        let actor = Actor::User { id: caller.user.id.clone(), name: caller.user.username.clone() };
+        AuditEvent::new(caller.customer.id, now_ms, actor, caller.addr.to_string(), operation, target)
+    }
+
+    /// A change made by the server itself or its operator.
+    pub fn system(customer_id: CustomerId, now_ms: i64, operation: &str, target: Target) -> AuditEvent {
+        AuditEvent::new(customer_id, now_ms, Actor::System, String::new(), operation, target)
+    }
+
+    pub fn new(
+        customer_id: CustomerId,
+        time_ms: i64,
+        actor: Actor,
+        source: String,
+        operation: &str,
+        target: Target,
+    ) -> AuditEvent {
+        AuditEvent {
+            customer_id,
+            time_ms,
+            actor,
+            source,
+            operation: operation.to_string(),
+            target_type: target.kind.to_string(),
+            target_id: target.id,
+            target_name: target.name,
+            success: true,
+            details: Map::new(),
+        }
+    }
+
+    /// Adds a detail: what changed, a count, a version number.
+    pub fn detail(mut self, key: &str, value: impl Into<Value>) -> AuditEvent {
+        self.details.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Marks a failed login or a lockout.
+    pub fn failure(mut self) -> AuditEvent {
+        self.success = false;
+        self
+    }
+}
