@@ -50,16 +50,22 @@ pub async fn disable_otp(customer: &str, id: &str) -> ApiResult<OtpSettings> {
     send_json(Request::delete(&format!("{}/{id}/otp/pairing", users(customer)))).await
 }
 
-/// Credentials that confirm an operation on one's own password or two-factor.
+/// Credentials that confirm an operation on one's own password or two-factor: the password, and the one-time
+/// code when two-factor is on.
 #[derive(Debug, Clone)]
 pub struct Confirm {
     pub username: String,
     pub password: String,
+    pub otp: Option<String>,
 }
 
 impl Confirm {
     fn apply(&self, request: RequestBuilder) -> RequestBuilder {
-        request.header("Authorization", &basic_auth(&self.username, &self.password))
+        let request = request.header("Authorization", &basic_auth(&self.username, &self.password));
+        match &self.otp {
+            Some(code) => request.header(edge_api::paths::OTP_HEADER, code),
+            None => request,
+        }
     }
 }
 

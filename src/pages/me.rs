@@ -62,14 +62,18 @@ fn Profile(me: User) -> impl IntoView {
 fn ChangePassword(me: User) -> impl IntoView {
     let customer = use_customer();
     let current = RwSignal::new(String::new());
+    let code = RwSignal::new(String::new());
     let new = RwSignal::new(String::new());
     let again = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
     let done = RwSignal::new(false);
+    // With two-factor on, the server wants a one-time code with the password.
+    let needs_code = me.otp_enabled;
     let username = me.username.clone();
     let id = me.id.clone();
     let change = Action::new_local(move |(current, new): &(String, String)| {
-        let confirm = Confirm { username: username.clone(), password: current.clone() };
+        let otp = needs_code.then(|| code.get_untracked().trim().to_string());
+        let confirm = Confirm { username: username.clone(), password: current.clone(), otp };
         let (customer, id, new) = (customer.get_untracked(), id.clone(), new.clone());
         async move { api::change_password(&customer, &id, &confirm, &new).await }
     });
@@ -77,6 +81,7 @@ fn ChangePassword(me: User) -> impl IntoView {
         if let Some(Ok(_)) = change.value().get() {
             done.set(true);
             current.set(String::new());
+            code.set(String::new());
             new.set(String::new());
             again.set(String::new());
         }
@@ -87,8 +92,15 @@ fn ChangePassword(me: User) -> impl IntoView {
         e.prevent_default();
         done.set(false);
         let (c, n, a) = (current.get_untracked(), new.get_untracked(), again.get_untracked());
+        let code_ok = {
+            let code = code.get_untracked();
+            let code = code.trim();
+            code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())
+        };
         let check = if c.is_empty() {
             Err("Enter your current password.".to_string())
+        } else if needs_code && !code_ok {
+            Err("Enter the six-digit code of your authenticator app.".to_string())
         } else if n != a {
             Err("The new password and its repetition differ.".to_string())
         } else {
@@ -121,6 +133,12 @@ fn ChangePassword(me: User) -> impl IntoView {
                 "Current password"
                 <input name="current" type="password" autocomplete="current-password" bind:value=current />
             </label>
+            <Show when=move || needs_code>
+                <label>
+                    "One-time code"
+                    <input name="otp" inputmode="numeric" autocomplete="one-time-code" maxlength="6" bind:value=code />
+                </label>
+            </Show>
             <label>
                 "New password"
                 <input name="new" type="password" autocomplete="new-password" bind:value=new />
@@ -186,7 +204,7 @@ fn TwoFactor(me: User) -> impl IntoView {
 
     let (id, username) = (me.id.clone(), me.username.clone());
     let start = Action::new_local(move |password: &String| {
-        let confirm = Confirm { username: username.clone(), password: password.clone() };
+        let confirm = Confirm { username: username.clone(), password: password.clone(), otp: None };
         let (customer, id) = (customer.get_untracked(), id.clone());
         async move { api::create_otp_seed(&customer, &id, &confirm).await.map(|seed| (seed, confirm)) }
     });

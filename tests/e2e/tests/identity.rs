@@ -1,5 +1,6 @@
 //! Users and two-factor through the real console: an administrator creates a user, who pairs two-factor by
-//! reading the seed from the page, logs out, and logs in again with a one-time code.
+//! reading the seed from the page, logs out, logs in again with a one-time code, and changes the password with
+//! a code too.
 
 use edge_e2e::{Harness, PASSWORD};
 use edge_server::otp::{code_at, step_of};
@@ -63,9 +64,23 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.login("demo", "erin", ERIN_PASSWORD).await?;
     h.wait_for_text("[role=alert]", "Enter the six-digit code from your authenticator app.").await?;
     h.snapshot("login-otp").await?;
-    h.fill("input[name=otp]", &code_at(&secret, step_of(now_ms()) + 1).expect("code")).await?;
+    let login_step = step_of(now_ms()) + 1;
+    h.fill("input[name=otp]", &code_at(&secret, login_step).expect("code")).await?;
     h.click("button[type=submit]").await?;
     h.wait_for_path("/demo/stats").await?;
     h.wait_for_text(".topbar .user", "erin").await?;
+
+    // With two-factor on, changing the password asks for a code too (a later step's than the login's: wait
+    // until it is current).
+    h.click("nav a[href='/demo/me']").await?;
+    h.fill("#change-password input[name=current]", ERIN_PASSWORD).await?;
+    h.fill("#change-password input[name=new]", "erins-newer-password").await?;
+    h.fill("#change-password input[name=again]", "erins-newer-password").await?;
+    while step_of(now_ms()) < login_step {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    h.fill("#change-password input[name=otp]", &code_at(&secret, login_step + 1).expect("code")).await?;
+    h.click("#change-password button[type=submit]").await?;
+    h.wait_for_text("#change-password [role=status]", "Your password is changed.").await?;
     h.stop().await
 }
