@@ -5,6 +5,8 @@
 //! `created` and `author`. Nodes: the root, host patterns, origins, cache rules, WAF rules and traffic-shaping
 //! rules.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -279,6 +281,10 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
+/// A configuration holds at most this many nodes (host patterns, origins, cache rules, WAF and traffic-shaping
+/// rules together), so that reading, matching and comparing one stays cheap.
+pub const MAX_NODES: usize = 5000;
+
 /// Checks a configuration's content (not its read-only parts): every problem, by node path. `list_exists`
 /// tells whether a network list id exists for the customer.
 pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> Vec<String> {
@@ -414,6 +420,15 @@ fn keyed(items: &[Value]) -> Option<Vec<(&str, &Value)>> {
     items.iter().map(|v| v.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()).map(|id| (id, v))).collect()
 }
 
+/// The items of a keyed array by id (the first, should an id repeat), so that matching is linear, not quadratic.
+fn by_id<'a>(items: &[(&'a str, &'a Value)]) -> HashMap<&'a str, &'a Value> {
+    let mut index = HashMap::with_capacity(items.len());
+    for (id, v) in items {
+        index.entry(*id).or_insert(*v);
+    }
+    index
+}
+
 /// The differences from `a` to `b`.
 pub fn diff(a: &Value, b: &Value) -> Vec<Change> {
     let mut out = Vec::new();
@@ -451,17 +466,18 @@ fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
         }
         (Value::Array(x), Value::Array(y)) => match (keyed(x), keyed(y)) {
             (Some(kx), Some(ky)) => {
+                let (ix, iy) = (by_id(&kx), by_id(&ky));
                 for (id, va) in &kx {
                     let p = format!("{path}[id={id}]");
-                    match ky.iter().find(|(i, _)| i == id) {
-                        Some((_, vb)) => diff_at(&p, va, vb, out),
+                    match iy.get(id) {
+                        Some(vb) => diff_at(&p, va, vb, out),
                         None => {
                             out.push(Change { path: p, op: "removed".into(), before: Some((*va).clone()), after: None })
                         }
                     }
                 }
                 for (id, vb) in &ky {
-                    if !kx.iter().any(|(i, _)| i == id) {
+                    if !ix.contains_key(id) {
                         out.push(Change {
                             path: format!("{path}[id={id}]"),
                             op: "added".into(),
@@ -470,16 +486,17 @@ fn diff_at(path: &str, a: &Value, b: &Value, out: &mut Vec<Change>) {
                         });
                     }
                 }
-                let order = |k: &[(&str, &Value)]| k.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>();
-                let (oa, ob) = (order(&kx), order(&ky));
-                let common_a: Vec<_> = oa.iter().filter(|i| ob.contains(i)).collect();
-                let common_b: Vec<_> = ob.iter().filter(|i| oa.contains(i)).collect();
-                if common_a != common_b {
+                fn common<'a>(k: &[(&'a str, &Value)], other: &HashMap<&str, &Value>) -> Vec<&'a str> {
+                    k.iter().map(|(i, _)| *i).filter(|i| other.contains_key(i)).collect()
+                }
+                if common(&kx, &iy) != common(&ky, &ix) {
+                    let order =
+                        |k: &[(&str, &Value)]| Value::from(k.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>());
                     out.push(Change {
                         path: format!("{path}[order]"),
                         op: "changed".into(),
-                        before: Some(Value::from(oa.clone())),
-                        after: Some(Value::from(ob.clone())),
+                        before: Some(order(&kx)),
+                        after: Some(order(&ky)),
                     });
                 }
             }
@@ -553,27 +570,36 @@ fn merge_at(
             let b = b.and_then(Value::as_array).unwrap_or(&empty);
             match (keyed(b).or_else(|| b.is_empty().then(Vec::new)), keyed(t), keyed(m)) {
                 (Some(kb), Some(kt), Some(km)) => {
-                    // Order: theirs, then items only mine added, after their predecessor in mine.
-                    let mut ids: Vec<&str> = kt.iter().map(|(i, _)| *i).collect();
-                    for (pos, (id, _)) in km.iter().enumerate() {
-                        if !ids.contains(id) && !kb.iter().any(|(i, _)| i == id) {
-                            let after = km[..pos].iter().rev().find_map(|(p, _)| ids.iter().position(|i| i == p));
-                            ids.insert(after.map_or(0, |a| a + 1), id);
+                    let (ib, it, im) = (by_id(&kb), by_id(&kt), by_id(&km));
+                    // Order: theirs, with each item only mine added right after its nearest predecessor in mine
+                    // that is placed (at the front without one). Chains of added items hang on the item of
+                    // theirs they follow, so this is linear.
+                    let mut chains: HashMap<Option<&str>, Vec<&str>> = HashMap::new();
+                    let mut placed: HashSet<&str> = it.keys().copied().collect();
+                    let mut anchor: Option<&str> = None;
+                    for (id, _) in &km {
+                        if it.contains_key(id) {
+                            anchor = Some(id);
+                        } else if !ib.contains_key(id) && placed.insert(id) {
+                            chains.entry(anchor).or_default().push(id);
                         }
                     }
+                    let mut ids: Vec<&str> = chains.remove(&None).unwrap_or_default();
+                    for (id, _) in &kt {
+                        ids.push(id);
+                        ids.extend(chains.remove(&Some(*id)).unwrap_or_default());
+                    }
+                    // Removed by them, kept (maybe changed) by me: decided below.
                     for (id, _) in &km {
-                        if !ids.contains(id) && kb.iter().any(|(i, _)| i == id) && !kt.iter().any(|(i, _)| i == id) {
-                            // Removed by them, kept (maybe changed) by me: decided below.
+                        if ib.contains_key(id) && !it.contains_key(id) && placed.insert(id) {
                             ids.push(id);
                         }
                     }
-                    let get =
-                        |k: &[(&str, &Value)], id: &str| k.iter().find(|(i, _)| *i == id).map(|(_, v)| (*v).clone());
                     let items = ids
                         .into_iter()
                         .filter_map(|id| {
-                            let (vb, vt, vm) = (get(&kb, id), get(&kt, id), get(&km, id));
-                            merge_at(&format!("{path}[id={id}]"), vb.as_ref(), vt.as_ref(), vm.as_ref(), conflicts)
+                            let (vb, vt, vm) = (ib.get(id).copied(), it.get(id).copied(), im.get(id).copied());
+                            merge_at(&format!("{path}[id={id}]"), vb, vt, vm, conflicts)
                         })
                         .collect();
                     Some(Value::Array(items))

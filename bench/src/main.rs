@@ -1,8 +1,9 @@
 //! Measurements that print figures: `edge-bench stats` (the statistics engine against DuckDB), `edge-bench
-//! load` (a realistic request mix against the server and against a bare axum handler), and `edge-bench
-//! fuzz-api` (schemathesis against the OpenAPI document). `cargo xtask bench|load|fuzz-api` builds and runs
-//! them.
+//! load` (a realistic request mix against the server and against a bare axum handler), `edge-bench config`
+//! (configuration updates and diffs as nodes grow) and `edge-bench fuzz-api` (schemathesis against the
+//! OpenAPI document). `cargo xtask bench|load|fuzz-api` builds and runs them.
 
+mod config;
 mod fuzz;
 mod load;
 mod server;
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: edge-bench stats|load|fuzz-api [FLAGS]";
+const USAGE: &str = "usage: edge-bench stats|load|config|fuzz-api [FLAGS]";
 
 /// `--name value` flags.
 pub struct Args(Vec<String>);
@@ -39,6 +40,7 @@ fn main() -> Result<()> {
         "stats" => stats::run(&args),
         "fuzz-api" => fuzz::run(&args),
         "load" => load::run(&args),
+        "config" => config::run(&args),
         // The baseline of `load`, in a process of its own.
         "bare" => load::bare(),
         _ => bail!("{USAGE}"),

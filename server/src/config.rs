@@ -2,8 +2,10 @@
 //! to the stored ones (by id, then by read-only part among siblings), keeping read-only parts as they are and
 //! stamping new nodes.
 
+use std::collections::{HashMap, HashSet};
+
 use edge_api::config::{
-    CacheRule, HostPattern, Origin, PropertyConfig, ReadOnly, Security, ShapingRule, WafRule, validate,
+    CacheRule, HostPattern, MAX_NODES, Origin, PropertyConfig, ReadOnly, Security, ShapingRule, WafRule, validate,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -98,10 +100,19 @@ fn unknown_keys(obj: &serde_json::Map<String, Value>, known: &[&str], path: &str
     }
 }
 
-/// Reads an incoming configuration, reporting every malformed node by path.
+/// Reads an incoming configuration, reporting every malformed node by path. A configuration of more than
+/// [`MAX_NODES`] nodes is refused before any node is read.
 pub fn parse(v: &Value) -> Result<PropertyConfig, Vec<String>> {
     let mut problems = Vec::new();
     let Some(root) = v.as_object() else { return Err(vec!["$: the configuration must be a JSON object".into()]) };
+    let count = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
+    let security = root.get("security");
+    let node_count = ["host_patterns", "origins", "cache_rules"].iter().map(|k| count(root.get(*k))).sum::<usize>()
+        + count(security.and_then(|s| s.get("waf_rules")))
+        + count(security.and_then(|s| s.get("traffic_shaping_rules")));
+    if node_count > MAX_NODES {
+        return Err(vec![too_many_nodes(node_count)]);
+    }
     unknown_keys(
         root,
         &["id", "name", "readonly", "host_patterns", "origins", "cache_rules", "security"],
@@ -153,42 +164,90 @@ pub fn parse(v: &Value) -> Result<PropertyConfig, Vec<String>> {
     }
 }
 
-/// Matches incoming nodes of one level to the existing ones: by id, else by read-only part among the
-/// siblings not matched yet. A matched node keeps the existing read-only part (which it must not change); an
-/// unmatched node is new, may not set read-only fields, and is stamped.
+/// "$: N nodes; …"
+fn too_many_nodes(n: usize) -> String {
+    format!(
+        "$: {n} nodes; a configuration holds at most {MAX_NODES} (host patterns, origins, cache rules, WAF and \
+         traffic-shaping rules together)"
+    )
+}
+
+/// How an incoming node of one level was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Match {
+    /// To this existing sibling.
+    Existing(usize),
+    /// To a node this property had in an earlier version (its read-only part is one the server issued): a
+    /// rollback brings it back.
+    Restored,
+    New,
+}
+
+/// Matches incoming nodes of one level to the existing ones, in linear time: first by the key of the read-only
+/// part they send; a node whose read-only part is not a current sibling's but one this property had before
+/// (`restorable`) is restored as it was; the rest by id. A matched node keeps the existing read-only part (which
+/// it must not change); an unmatched node is new, may not set read-only fields, and is stamped.
 fn match_level<N: Node + HasReadOnly>(
     incoming: &mut [N],
     existing: &[N],
     path: &str,
     stamp: &Stamp,
+    restorable: &dyn Fn(&ReadOnly) -> bool,
     problems: &mut Vec<String>,
 ) {
+    let mut by_key: HashMap<&str, usize> = HashMap::with_capacity(existing.len());
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(existing.len());
+    for (j, e) in existing.iter().enumerate() {
+        by_key.entry(e.readonly().key.as_str()).or_insert(j);
+        by_id.entry(e.id()).or_insert(j);
+    }
     let mut used = vec![false; existing.len()];
-    for (i, node) in incoming.iter_mut().enumerate() {
-        let id = node.id_mut().clone();
+    let mut take = |j: Option<&usize>| match j {
+        Some(&j) if !used[j] => {
+            used[j] = true;
+            Some(Match::Existing(j))
+        }
+        _ => None,
+    };
+    let mut matches: Vec<Option<Match>> = incoming
+        .iter()
+        .map(|n| {
+            let sent = n.readonly();
+            (!sent.key.is_empty()).then(|| take(by_key.get(sent.key.as_str()))).flatten()
+        })
+        .collect();
+    for (m, n) in matches.iter_mut().zip(incoming.iter()) {
+        if m.is_none() && !n.readonly().is_empty() && n.readonly().kind == N::KIND && restorable(n.readonly()) {
+            *m = Some(Match::Restored);
+        }
+    }
+    for (m, n) in matches.iter_mut().zip(incoming.iter()) {
+        if m.is_none() {
+            *m = Some((!n.id().is_empty()).then(|| take(by_id.get(n.id()))).flatten().unwrap_or(Match::New));
+        }
+    }
+    for (i, (node, m)) in incoming.iter_mut().zip(matches).enumerate() {
         let sent = node.readonly_mut().clone();
-        let by_id = existing.iter().enumerate().position(|(j, e)| !used[j] && !id.is_empty() && e.id() == id);
-        let by_readonly = || {
-            (!sent.is_empty())
-                .then(|| existing.iter().enumerate().position(|(j, e)| !used[j] && *e.readonly() == sent))
-                .flatten()
-        };
-        match by_id.or_else(by_readonly) {
-            Some(j) => {
-                used[j] = true;
+        match m.unwrap_or(Match::New) {
+            Match::Existing(j) => {
                 if !sent.is_empty() && sent != *existing[j].readonly() {
                     problems
                         .push(format!("{path}[{i}].readonly: read-only fields of an existing node must not change"));
                 }
                 *node.readonly_mut() = existing[j].readonly().clone();
-                if id.is_empty() {
+                if node.id_mut().is_empty() {
                     *node.id_mut() = existing[j].id().to_string();
                 }
             }
-            None if !sent.is_empty() => {
+            Match::Restored => {
+                if node.id_mut().is_empty() {
+                    *node.id_mut() = format!("{}_{}", N::KIND, new_id());
+                }
+            }
+            Match::New if !sent.is_empty() => {
                 problems.push(format!("{path}[{i}].readonly: a new node may not set read-only fields"));
             }
-            None => stamp_node(node, stamp),
+            Match::New => stamp_node(node, stamp),
         }
     }
 }
@@ -212,15 +271,17 @@ macro_rules! has_readonly {
 }
 has_readonly!(PropertyConfig, HostPattern, Origin, CacheRule, WafRule, ShapingRule);
 
-/// Turns an incoming configuration into the next stored one, or lists every problem by node path: malformed
-/// nodes, invalid content, unknown network lists, and violations of the read-only rules.
+/// Turns an incoming configuration (read with [`parse`]) into the next stored one, or lists every problem by node
+/// path: invalid content, unknown network lists, and violations of the read-only rules. `restorable` tells
+/// whether a read-only part is one the server issued to a node of this property before (see
+/// [`unknown_readonly_parts`]), so that rolling back to any earlier version brings its nodes back as they were.
 pub fn apply_update(
     existing: &PropertyConfig,
-    incoming: &Value,
+    mut next: PropertyConfig,
     stamp: &Stamp,
     list_exists: &dyn Fn(&str) -> bool,
+    restorable: &dyn Fn(&ReadOnly) -> bool,
 ) -> Result<PropertyConfig, Vec<String>> {
-    let mut next = parse(incoming)?;
     let mut problems = Vec::new();
     if next.name != existing.name {
         problems.push(format!("$.name: the property's name is {:?} and cannot change", existing.name));
@@ -237,14 +298,16 @@ pub fn apply_update(
         next.id = existing.id.clone();
     }
     next.readonly = existing.readonly.clone();
-    match_level(&mut next.host_patterns, &existing.host_patterns, "$.host_patterns", stamp, &mut problems);
-    match_level(&mut next.origins, &existing.origins, "$.origins", stamp, &mut problems);
-    match_level(&mut next.cache_rules, &existing.cache_rules, "$.cache_rules", stamp, &mut problems);
+    let r = restorable;
+    match_level(&mut next.host_patterns, &existing.host_patterns, "$.host_patterns", stamp, r, &mut problems);
+    match_level(&mut next.origins, &existing.origins, "$.origins", stamp, r, &mut problems);
+    match_level(&mut next.cache_rules, &existing.cache_rules, "$.cache_rules", stamp, r, &mut problems);
     match_level(
         &mut next.security.waf_rules,
         &existing.security.waf_rules,
         "$.security.waf_rules",
         stamp,
+        r,
         &mut problems,
     );
     match_level(
@@ -252,10 +315,61 @@ pub fn apply_update(
         &existing.security.traffic_shaping_rules,
         "$.security.traffic_shaping_rules",
         stamp,
+        r,
         &mut problems,
     );
+    if problems.is_empty() {
+        problems.extend(duplicate_keys(&next));
+    }
     problems.extend(validate(&next, list_exists));
     if problems.is_empty() { Ok(next) } else { Err(problems) }
+}
+
+/// Every node's read-only part with its path, the root's first.
+fn readonly_parts(c: &PropertyConfig) -> Vec<(String, &ReadOnly)> {
+    fn level<'a, N: HasReadOnly>(path: &str, nodes: &'a [N], out: &mut Vec<(String, &'a ReadOnly)>) {
+        out.extend(nodes.iter().enumerate().map(|(i, n)| (format!("{path}[{i}]"), n.readonly())));
+    }
+    let mut out = vec![("$".to_string(), &c.readonly)];
+    level("$.host_patterns", &c.host_patterns, &mut out);
+    level("$.origins", &c.origins, &mut out);
+    level("$.cache_rules", &c.cache_rules, &mut out);
+    level("$.security.waf_rules", &c.security.waf_rules, &mut out);
+    level("$.security.traffic_shaping_rules", &c.security.traffic_shaping_rules, &mut out);
+    out
+}
+
+/// Read-only parts are unique in a configuration (a restored node could otherwise come twice).
+fn duplicate_keys(c: &PropertyConfig) -> Vec<String> {
+    let mut seen = HashSet::new();
+    readonly_parts(c)
+        .into_iter()
+        .filter(|(_, r)| !r.key.is_empty() && !seen.insert(r.key.as_str()))
+        .map(|(path, _)| format!("{path}.readonly: another node has this read-only part"))
+        .collect()
+}
+
+/// The keys of read-only parts that `incoming` sends and no node of `existing` has: the nodes a rollback may
+/// bring back, to be looked up among those the property ever had.
+pub fn unknown_readonly_parts(existing: &PropertyConfig, incoming: &PropertyConfig) -> Vec<String> {
+    let known: HashSet<&str> = readonly_parts(existing).into_iter().map(|(_, r)| r.key.as_str()).collect();
+    let mut keys: Vec<String> = readonly_parts(incoming)
+        .into_iter()
+        .map(|(_, r)| r.key.as_str())
+        .filter(|k| !k.is_empty() && !known.contains(k))
+        .map(str::to_string)
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The read-only parts of the nodes of `next` that `existing` does not have (new nodes): registered with the
+/// version, so that a rollback can restore them later.
+pub fn new_readonly_parts(existing: Option<&PropertyConfig>, next: &PropertyConfig) -> Vec<ReadOnly> {
+    let known: HashSet<&str> =
+        existing.map(|e| readonly_parts(e).into_iter().map(|(_, r)| r.key.as_str()).collect()).unwrap_or_default();
+    readonly_parts(next).into_iter().filter(|(_, r)| !known.contains(r.key.as_str())).map(|(_, r)| r.clone()).collect()
 }
 
 /// The strong entity tag of a version: its number and a hash of its content ([`content_hash`]).
@@ -291,14 +405,18 @@ mod tests {
         serde_json::to_value(c).unwrap()
     }
 
+    /// Reads `v` and applies it over `old`, with every network list existing and no earlier nodes.
+    fn apply(old: &PropertyConfig, v: &Value, stamp: &Stamp) -> Result<PropertyConfig, Vec<String>> {
+        apply_update(old, parse(v)?, stamp, &|_| true, &|_| false)
+    }
+
     #[test]
     fn new_nodes_are_stamped_and_existing_ones_keep_their_read_only_part() {
         let old = existing();
         let mut v = as_value(&old);
         v["cache_rules"][0]["ttl_seconds"] = json!(120);
         v["cache_rules"].as_array_mut().unwrap().push(json!({"path_pattern": "/css/*", "ttl_seconds": 5}));
-        let next =
-            apply_update(&old, &v, &Stamp { author: "bob", now: "2026-01-02T00:00:00.000Z" }, &|_| true).unwrap();
+        let next = apply(&old, &v, &Stamp { author: "bob", now: "2026-01-02T00:00:00.000Z" }).unwrap();
         assert_eq!(next.cache_rules[0].readonly, old.cache_rules[0].readonly);
         assert_eq!(next.cache_rules[0].ttl_seconds, 120);
         let new = &next.cache_rules[2];
@@ -311,7 +429,7 @@ mod tests {
         let old = existing();
         let mut v = as_value(&old);
         v["cache_rules"][1]["id"] = json!("renamed");
-        let next = apply_update(&old, &v, &STAMP, &|_| true).unwrap();
+        let next = apply(&old, &v, &STAMP).unwrap();
         assert_eq!(next.cache_rules[1].id, "renamed");
         assert_eq!(next.cache_rules[1].readonly, old.cache_rules[1].readonly, "a copy of the existing node");
     }
@@ -326,7 +444,7 @@ mod tests {
             .unwrap()
             .push(json!({"path_pattern": "/x", "ttl_seconds": 1, "readonly": {"kind": "cache_rule"}}));
         v["name"] = json!("other");
-        let problems = apply_update(&old, &v, &STAMP, &|_| true).unwrap_err();
+        let problems = apply(&old, &v, &STAMP).unwrap_err();
         assert_eq!(
             problems,
             [
@@ -346,7 +464,7 @@ mod tests {
             "cache_rules": [{"path_pattern": "/a", "ttl_seconds": "soon"}, {"path_pattern": "/b", "ttl_seconds": 1, "extra": 1}],
             "security": {"waf_rules": {}}
         });
-        let problems = apply_update(&old, &v, &STAMP, &|_| true).unwrap_err();
+        let problems = apply(&old, &v, &STAMP).unwrap_err();
         let paths: Vec<_> = problems.iter().map(|p| p.split(':').next().unwrap()).collect();
         assert_eq!(paths, ["$.colour", "$.cache_rules[0]", "$.cache_rules[1]", "$.security.waf_rules"]);
     }
@@ -356,5 +474,53 @@ mod tests {
         assert_eq!(etag(1, "{}").len(), 2 + 1 + 1 + 16);
         assert_ne!(etag(1, "{}"), etag(2, "{}"));
         assert!(etag(1, "{}").starts_with("\"1-"));
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+    use serde_json::json;
+
+    const STAMP: Stamp = Stamp { author: "alice", now: "2026-01-01T00:00:00.000Z" };
+
+    #[test]
+    fn a_removed_node_comes_back_with_its_read_only_part_when_the_server_issued_it() {
+        let mut v1: PropertyConfig = serde_json::from_value(json!({
+            "name": "shop",
+            "cache_rules": [{"id": "a", "path_pattern": "/a", "ttl_seconds": 1}, {"id": "b", "path_pattern": "/b", "ttl_seconds": 1}]
+        }))
+        .unwrap();
+        stamp_new(&mut v1, &STAMP);
+        // "a" removed, then a new node takes its id.
+        let mut removed = v1.clone();
+        removed.cache_rules.remove(0);
+        let removed = apply_update(&v1, removed, &STAMP, &|_| true, &|_| false).unwrap();
+        let mut v2 = removed.clone();
+        v2.cache_rules
+            .push(serde_json::from_value(json!({"id": "a", "path_pattern": "/new", "ttl_seconds": 2})).unwrap());
+        let v2 = apply_update(&removed, v2, &STAMP, &|_| true, &|_| false).unwrap();
+        assert_ne!(v2.cache_rules[1].readonly, v1.cache_rules[0].readonly, "a new node, stamped anew");
+        assert_eq!(unknown_readonly_parts(&v2, &v1), [v1.cache_rules[0].readonly.key.clone()]);
+        let issued = v1.cache_rules[0].readonly.clone();
+        // Back to v1: the old node is restored as it was; the new "a" goes.
+        let back = apply_update(&v2, v1.clone(), &STAMP, &|_| true, &|r| *r == issued).unwrap();
+        assert_eq!(back, v1);
+        // Unknown to the server: refused, as for any new node.
+        let problems = apply_update(&v2, v1.clone(), &STAMP, &|_| true, &|_| false).unwrap_err();
+        assert_eq!(problems, ["$.cache_rules[0].readonly: read-only fields of an existing node must not change"]);
+        // Sent twice: refused.
+        let mut twice = v1.clone();
+        twice.cache_rules.push(v1.cache_rules[0].clone());
+        twice.cache_rules[2].id = "c".into();
+        let problems = apply_update(&v2, twice, &STAMP, &|_| true, &|r| *r == issued).unwrap_err();
+        assert_eq!(problems, ["$.cache_rules[2].readonly: another node has this read-only part"]);
+    }
+
+    #[test]
+    fn more_nodes_than_the_cap_are_refused_before_they_are_read() {
+        let hosts: Vec<Value> = (0..=MAX_NODES).map(|i| json!({"pattern": format!("h{i}.example")})).collect();
+        let problems = parse(&json!({"name": "shop", "host_patterns": hosts})).unwrap_err();
+        assert_eq!(problems, [too_many_nodes(MAX_NODES + 1)]);
     }
 }

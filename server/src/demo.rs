@@ -302,7 +302,8 @@ async fn seed_properties(state: &AppState, customer: &Customer, admin: &UserReco
         let audit =
             AuditEvent::system(customer.id, record.created_ms, op::PROPERTY_CREATE, Target::property(&config.name))
                 .detail("to_version", 1);
-        state.store.create_property(customer.id, &config.name, &record, &task, &audit).await?;
+        let nodes = crate::config::new_readonly_parts(None, &config);
+        state.store.create_property(customer.id, &config.name, &record, &nodes, &task, &audit).await?;
     }
     Ok(())
 }

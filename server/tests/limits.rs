@@ -75,3 +75,52 @@ async fn a_huge_body_of_empty_items_gets_a_small_answer() {
     assert_error(&reply, StatusCode::BAD_REQUEST, "limit_exceeded");
     assert!(reply.raw.len() < 2000, "{} bytes", reply.raw.len());
 }
+
+#[tokio::test]
+async fn a_configuration_holds_at_most_5000_nodes() {
+    let app = TestApp::new().await;
+    let hosts = |n: usize| (0..n).map(|i| format!("h{i}.shop.example")).collect::<Vec<_>>();
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/properties")
+                .basic("alice", PASSWORD)
+                .json(&json!({"name": "big", "host_patterns": hosts(5001)}))
+                .done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_config");
+    let doc = app.add_property("shop", &["www.shop.example"]).await;
+    // 5,001 nodes of every kind: refused before any is read, with one problem.
+    let mut config = doc["config"].clone();
+    config["host_patterns"] = Value::from(hosts(2000).into_iter().map(|h| json!({"pattern": h})).collect::<Vec<_>>());
+    config["cache_rules"] = Value::from(
+        (0..3001).map(|i| json!({"path_pattern": format!("/p{i}/*"), "ttl_seconds": 60})).collect::<Vec<_>>(),
+    );
+    let put = |config: &Value, etag: &str| {
+        req(Method::PUT, "/acme/v1/properties/shop/config")
+            .basic("alice", PASSWORD)
+            .header("If-Match", etag)
+            .json(&json!({"config": config, "comment": ""}))
+            .done()
+    };
+    let reply = app.send(put(&config, doc["etag"].as_str().unwrap())).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_config");
+    assert_eq!(
+        reply.body["details"],
+        json!([{"message": "$: 5001 nodes; a configuration holds at most 5000 (host patterns, origins, cache rules, WAF and traffic-shaping rules together)"}])
+    );
+    // 5,000 are accepted; sent back in reverse order, every node keeps its read-only part.
+    config["cache_rules"].as_array_mut().unwrap().pop();
+    let reply = app.send(put(&config, doc["etag"].as_str().unwrap())).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let stored = reply.body["config"].clone();
+    let mut reversed = stored.clone();
+    reversed["cache_rules"].as_array_mut().unwrap().reverse();
+    let reply = app.send(put(&reversed, reply.body["etag"].as_str().unwrap())).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["config"]["cache_rules"], reversed["cache_rules"]);
+    let diff = app
+        .send(req(Method::GET, "/acme/v1/properties/shop/config/diff?from=2&to=3").basic("alice", PASSWORD).done())
+        .await;
+    assert_eq!(diff.body.as_array().unwrap().len(), 1, "only the order changed");
+}

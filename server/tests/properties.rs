@@ -281,3 +281,105 @@ async fn unknown_properties_roles_and_other_customers() {
         assert_error(&reply, status, kind);
     }
 }
+
+/// Rolling back to any earlier version works whatever was added or removed since: nodes removed since come
+/// back with the read-only parts they had, a node that took a removed node's id goes, new nodes go.
+#[tokio::test]
+async fn rolling_back_to_any_earlier_version_brings_back_removed_nodes_as_they_were() {
+    let app = TestApp::new().await;
+    app.add_property("shop", &["www.shop.example"]).await;
+    let update = |mut config: Value, change: &dyn Fn(&mut Value)| {
+        change(&mut config);
+        config
+    };
+    let (etag, doc) = get(&app).await;
+    // 2: two cache rules and an origin.
+    let v2 = update(doc["config"].clone(), &|c| {
+        c["cache_rules"] = json!([
+            {"id": "a", "path_pattern": "/a/*", "ttl_seconds": 60},
+            {"id": "b", "path_pattern": "/b/*", "ttl_seconds": 60}
+        ]);
+        c["origins"] =
+            json!([{"id": "o", "name": "origin", "host": "origin.shop.example", "port": 443, "protocol": "https"}]);
+    });
+    let reply = app.send(put(Some(&etag), &v2, "2")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    // 3: "a" and the origin removed, "c" added.
+    let v3 = update(reply.body["config"].clone(), &|c| {
+        c["cache_rules"].as_array_mut().unwrap().remove(0);
+        c["cache_rules"].as_array_mut().unwrap().push(json!({"id": "c", "path_pattern": "/c/*", "ttl_seconds": 1}));
+        c["origins"] = json!([]);
+    });
+    let reply = app.send(put(Some(reply.body["etag"].as_str().unwrap()), &v3, "3")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    // 4: "b" removed, and a new node takes the id "a".
+    let v4 = update(reply.body["config"].clone(), &|c| {
+        c["cache_rules"].as_array_mut().unwrap().remove(0);
+        c["cache_rules"].as_array_mut().unwrap().push(json!({"id": "a", "path_pattern": "/new/*", "ttl_seconds": 5}));
+    });
+    let reply = app.send(put(Some(reply.body["etag"].as_str().unwrap()), &v4, "4")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+
+    let mut etag = reply.body["etag"].as_str().unwrap().to_string();
+    for (n, target) in [3, 2, 1, 2, 4].into_iter().enumerate() {
+        let old = app.send(req(Method::GET, &format!("{URI}/versions/{target}")).basic("alice", PASSWORD).done()).await;
+        let reply = app.send(put(Some(&etag), &old.body["config"], &format!("back to {target}"))).await;
+        assert_eq!(reply.status, StatusCode::OK, "back to {target}: {}", reply.body);
+        assert_eq!(reply.body["config"], old.body["config"], "version {target} exactly, read-only parts included");
+        assert_eq!(reply.body["version"], 5 + n as u64);
+        etag = reply.body["etag"].as_str().unwrap().to_string();
+    }
+
+    // The read-only part of a node of another property is not this property's to restore.
+    app.add_property("blog", &["blog.example"]).await;
+    let blog = app.send(req(Method::GET, "/acme/v1/properties/blog/config").basic("alice", PASSWORD).done()).await;
+    let stolen = app.send(req(Method::GET, &format!("{URI}/versions/2")).basic("alice", PASSWORD).done()).await;
+    let mut config = blog.body["config"].clone();
+    config["cache_rules"] = json!([stolen.body["config"]["cache_rules"][0].clone()]);
+    let reply = app
+        .send(
+            req(Method::PUT, "/acme/v1/properties/blog/config")
+                .basic("alice", PASSWORD)
+                .header("if-match", blog.body["etag"].as_str().unwrap())
+                .json(&json!({"config": config, "comment": ""}))
+                .done(),
+        )
+        .await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_config");
+    assert_eq!(
+        reply.body["details"][0]["message"],
+        "$.cache_rules[0].readonly: a new node may not set read-only fields"
+    );
+}
+
+/// Versions stored before the server kept a registry of nodes: the migration that adds it reads their nodes,
+/// so rolling back to them works too.
+#[tokio::test]
+async fn versions_stored_before_the_node_registry_can_be_rolled_back_to() {
+    let app = TestApp::new().await;
+    app.add_property("shop", &["www.shop.example"]).await;
+    let (etag, doc) = get(&app).await;
+    let mut config = doc["config"].clone();
+    config["cache_rules"] = json!([{"id": "a", "path_pattern": "/a/*", "ttl_seconds": 60}]);
+    let reply = app.send(put(Some(&etag), &config, "2")).await;
+    let mut config = reply.body["config"].clone();
+    config["cache_rules"] = json!([]);
+    let reply = app.send(put(Some(reply.body["etag"].as_str().unwrap()), &config, "3")).await;
+    let etag = reply.body["etag"].as_str().unwrap().to_string();
+
+    // As the data dir was before the registry: no table, its migration not applied.
+    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", app.dir.path().join("data/edge.db").display()))
+        .await
+        .unwrap();
+    sqlx::query("DROP TABLE property_nodes").execute(&db).await.unwrap();
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 4").execute(&db).await.unwrap();
+    let mut settings = edge_server::Settings::new(app.dir.path().join("data"), app.dir.path().join("dist"));
+    settings.login_slowdown = std::time::Duration::from_millis(1);
+    let restarted =
+        edge_server::AppState::open_with_clock(settings, std::sync::Arc::new(app.clock.clone())).await.unwrap();
+    let router = edge_server::app(restarted);
+    use tower::ServiceExt;
+    let v2 = app.send(req(Method::GET, &format!("{URI}/versions/2")).basic("alice", PASSWORD).done()).await;
+    let response = router.oneshot(put(Some(&etag), &v2.body["config"], "back to 2")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}

@@ -18,6 +18,8 @@ const USAGE: &str = "usage:
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask bench stats [--ingest N]
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
+  cargo xtask bench config [--runs N]
+                                     configuration updates and diffs from 625 to 5,000 nodes (time per node)
   cargo xtask load [--seconds N] [--connections N]
                                      a realistic request mix against a demo server, and a bare axum handler
                                      for comparison (default 20 s each, 16 connections)
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
         Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
+        Some("bench") if args.get(1).map(String::as_str) == Some("config") => bench_config(&args[2..]),
         Some("load") => load(&args[1..]),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
@@ -130,6 +133,13 @@ fn bench_stats(extra: &[String]) -> Result<ExitCode> {
         .arg("--python")
         .arg(bin.join("python"))
         .args(extra))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Configuration updates and diffs as the nodes grow, in a release build.
+fn bench_config(extra: &[String]) -> Result<ExitCode> {
+    run(cargo().args(["build", "--release", "--locked", "-p", "edge-bench"]))?;
+    run(Command::new(root().join("target/release/edge-bench")).arg("config").args(extra))?;
     Ok(ExitCode::SUCCESS)
 }
 

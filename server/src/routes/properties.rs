@@ -1,6 +1,8 @@
 //! Properties and their configuration: read with an ETag, update with If-Match (optimistic concurrency),
 //! version history and diffs.
 
+use std::collections::{HashMap, HashSet};
+
 use axum::{
     extract::{Path, State},
     http::{HeaderMap, HeaderValue, StatusCode, header},
@@ -9,8 +11,8 @@ use axum::{
 use edge_api::{
     ErrorBody,
     config::{
-        Change, ConfigDocument, ConfigVersion, HostPattern, NewProperty, PropertyConfig, PropertySummary, ReadOnly,
-        UpdatePropertyModel, diff, is_valid_property_name,
+        Change, ConfigDocument, ConfigVersion, HostPattern, MAX_NODES, NewProperty, PropertyConfig, PropertySummary,
+        ReadOnly, UpdatePropertyModel, diff, is_valid_property_name,
     },
     paths,
 };
@@ -24,7 +26,7 @@ use crate::{
     audit::{Target, op},
     auth::Caller,
     clock::iso_ms,
-    config::{Stamp, apply_update, content_hash, etag, stamp_new},
+    config::{Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, stamp_new, unknown_readonly_parts},
     error::{AppError, AppResult},
     extract::{Json, Query},
     store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord},
@@ -78,6 +80,7 @@ async fn save(
     name: &str,
     existing: Option<&PropertyRecord>,
     config: &PropertyConfig,
+    new_nodes: &[ReadOnly],
     comment: &str,
 ) -> AppResult<Option<ConfigVersionRecord>> {
     let json = serde_json::to_string(config).map_err(anyhow::Error::from)?;
@@ -112,17 +115,17 @@ async fn save(
     }
     match existing {
         Some(p) => {
-            Ok(state.store.update_property_config(p.id, p.version, &record, &task, &audit).await?.then_some(record))
+            let stored = state.store.update_property_config(p.id, p.version, &record, new_nodes, &task, &audit).await?;
+            Ok(stored.then_some(record))
         }
         None => {
-            state.store.create_property(caller.customer.id, name, &record, &task, &audit).await.map_err(
-                |e| match e {
-                    crate::store::StoreError::Conflict(_) => {
-                        AppError::Conflict { kind: "conflict", message: format!("A property {name:?} already exists.") }
-                    }
-                    other => other.into(),
-                },
-            )?;
+            let stored = state.store.create_property(caller.customer.id, name, &record, new_nodes, &task, &audit).await;
+            stored.map_err(|e| match e {
+                crate::store::StoreError::Conflict(_) => {
+                    AppError::Conflict { kind: "conflict", message: format!("A property {name:?} already exists.") }
+                }
+                other => other.into(),
+            })?;
             Ok(Some(record))
         }
     }
@@ -176,6 +179,15 @@ async fn create_property(
     Allowed(caller, _): Allowed<perm::WriteConfig>,
     Json(input): Json<NewProperty>,
 ) -> AppResult<Response> {
+    if input.host_patterns.len() > MAX_NODES {
+        return Err(AppError::bad_request(
+            "invalid_config",
+            format!(
+                "host_patterns: {} patterns; a configuration holds at most {MAX_NODES} nodes.",
+                input.host_patterns.len()
+            ),
+        ));
+    }
     if !is_valid_property_name(&input.name) {
         return Err(AppError::bad_request(
             "invalid_config",
@@ -205,7 +217,8 @@ async fn create_property(
     }
     let now = iso_ms(state.clock.now_ms());
     stamp_new(&mut config, &Stamp { author: &caller.user.username, now: &now });
-    let record = save(&state, &caller, &input.name, None, &config, "Created")
+    let nodes = new_readonly_parts(None, &config);
+    let record = save(&state, &caller, &input.name, None, &config, &nodes, "Created")
         .await?
         .ok_or_else(|| anyhow::anyhow!("not stored"))?;
     let mut response = with_etag(document(&record)?);
@@ -290,21 +303,39 @@ async fn put_config(
         return Ok(r);
     }
     let existing = document(&current)?.config;
-    let lists: Vec<String> = {
+    let lists: HashSet<String> = {
         let (lists, _) = state.store.network_lists(caller.customer.id, None, true, 0, u64::MAX / 2).await?;
         lists.into_iter().map(|l| l.id).collect()
     };
-    let now = iso_ms(state.clock.now_ms());
-    let stamp = Stamp { author: &caller.user.username, now: &now };
-    let next =
-        apply_update(&existing, &update.config, &stamp, &|id| lists.iter().any(|l| l == id)).map_err(|problems| {
-            AppError::BadRequest {
-                kind: "invalid_config",
-                message: format!("The configuration is not valid: {} problem(s).", problems.len()),
-                details: problems,
-            }
-        })?;
-    match save(&state, &caller, &property.name, Some(&property), &next, update.comment.trim()).await? {
+    let invalid = |problems: Vec<String>| AppError::BadRequest {
+        kind: "invalid_config",
+        message: format!("The configuration is not valid: {} problem(s).", problems.len()),
+        details: problems,
+    };
+    // Reading, matching and checking are linear in the nodes (at most MAX_NODES), but a large configuration
+    // still takes milliseconds: off the async threads.
+    let incoming = update.config;
+    let next = off_runtime(move || parse(&incoming)).await?.map_err(invalid)?;
+    // Read-only parts that no current node has may be ones of nodes removed since (a rollback): those the
+    // server issued to this property come back as they were.
+    let earlier: HashMap<String, ReadOnly> = state
+        .store
+        .property_nodes(property.id, &unknown_readonly_parts(&existing, &next))
+        .await?
+        .into_iter()
+        .map(|r| (r.key.clone(), r))
+        .collect();
+    let (author, now) = (caller.user.username.clone(), iso_ms(state.clock.now_ms()));
+    let (next, new_nodes) = off_runtime(move || {
+        let stamp = Stamp { author: &author, now: &now };
+        let next =
+            apply_update(&existing, next, &stamp, &|id| lists.contains(id), &|r| earlier.get(&r.key) == Some(r))?;
+        let new_nodes = new_readonly_parts(Some(&existing), &next);
+        Ok((next, new_nodes))
+    })
+    .await?
+    .map_err(invalid)?;
+    match save(&state, &caller, &property.name, Some(&property), &next, &new_nodes, update.comment.trim()).await? {
         Some(record) => Ok(with_etag(document(&record)?)),
         None => {
             // Another update was stored between our read and our write.
@@ -412,5 +443,10 @@ async fn diff_versions(
         }
     };
     let (a, b) = (load(q.from).await?, load(q.to).await?);
-    Ok(axum::Json(diff(&a, &b)))
+    Ok(axum::Json(off_runtime(move || diff(&a, &b)).await?))
+}
+
+/// Runs CPU work that grows with a configuration's size on a blocking thread.
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| AppError::Internal(anyhow::anyhow!("configuration work: {e}")))
 }

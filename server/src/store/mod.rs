@@ -4,6 +4,7 @@
 mod sqlite;
 
 use async_trait::async_trait;
+use edge_api::config::ReadOnly;
 
 pub use sqlite::SqliteStore;
 
@@ -357,25 +358,31 @@ pub trait Store: Send + Sync + 'static {
         customer: CustomerId,
         name: &str,
     ) -> StoreResult<Option<(PropertyRecord, ConfigVersionRecord)>>;
-    /// Creates a property with its first configuration (version 1) and its deployment task.
+    /// Creates a property with its first configuration (version 1) and its deployment task; `nodes` are the
+    /// read-only parts of its nodes (see [`Store::property_nodes`]).
     async fn create_property(
         &self,
         customer: CustomerId,
         name: &str,
         first: &ConfigVersionRecord,
+        nodes: &[ReadOnly],
         task: &TaskRecord,
         audit: &AuditEvent,
     ) -> StoreResult<PropertyRecord>;
     /// Stores `next` as the property's new current configuration if the current version is still
-    /// `expected_version` (compare and swap), with its deployment task. False when another update came first.
+    /// `expected_version` (compare and swap), with its deployment task and the read-only parts of its new
+    /// nodes. False when another update came first.
     async fn update_property_config(
         &self,
         property_id: i64,
         expected_version: u64,
         next: &ConfigVersionRecord,
+        new_nodes: &[ReadOnly],
         task: &TaskRecord,
         audit: &AuditEvent,
     ) -> StoreResult<bool>;
+    /// Of the read-only parts with these keys, those the property's nodes ever had (the server issued them).
+    async fn property_nodes(&self, property_id: i64, keys: &[String]) -> StoreResult<Vec<ReadOnly>>;
     /// The history, newest first (without the configurations).
     async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>>;
     async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>>;

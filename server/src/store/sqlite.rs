@@ -362,6 +362,23 @@ async fn insert_version(
     Ok(())
 }
 
+/// Registers the read-only parts of a version's new nodes.
+async fn insert_nodes(conn: &mut sqlx::SqliteConnection, property_id: i64, nodes: &[ReadOnly]) -> StoreResult<()> {
+    for n in nodes.iter().filter(|n| !n.key.is_empty()) {
+        sqlx::query(
+            "INSERT OR IGNORE INTO property_nodes (property_id, key, kind, created, author) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(property_id)
+        .bind(&n.key)
+        .bind(&n.kind)
+        .bind(&n.created)
+        .bind(&n.author)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
 const PROPERTY_WITH_CURRENT: &str =
     "SELECT p.id, p.customer_id, p.name, p.version, v.etag, v.config, v.author, v.created_ms, v.comment
      FROM properties p JOIN property_versions v ON v.property_id = p.id AND v.version = p.version";
@@ -816,6 +833,7 @@ impl Store for SqliteStore {
         customer: CustomerId,
         name: &str,
         first: &ConfigVersionRecord,
+        nodes: &[ReadOnly],
         task: &TaskRecord,
         audit: &AuditEvent,
     ) -> StoreResult<PropertyRecord> {
@@ -829,6 +847,7 @@ impl Store for SqliteStore {
                 .await
                 .map_err(|e| if is_unique_violation(&e) { StoreError::Conflict("property") } else { e.into() })?;
         insert_version(&mut tx, id, first).await?;
+        insert_nodes(&mut tx, id, nodes).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
@@ -840,6 +859,7 @@ impl Store for SqliteStore {
         property_id: i64,
         expected_version: u64,
         next: &ConfigVersionRecord,
+        new_nodes: &[ReadOnly],
         task: &TaskRecord,
         audit: &AuditEvent,
     ) -> StoreResult<bool> {
@@ -854,10 +874,34 @@ impl Store for SqliteStore {
             return Ok(false);
         }
         insert_version(&mut tx, property_id, next).await?;
+        insert_nodes(&mut tx, property_id, new_nodes).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(true)
+    }
+
+    async fn property_nodes(&self, property_id: i64, keys: &[String]) -> StoreResult<Vec<ReadOnly>> {
+        let mut found = Vec::new();
+        for chunk in keys.chunks(500) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let sql = format!(
+                "SELECT key, kind, created, author FROM property_nodes WHERE property_id = ? AND key IN ({marks})"
+            );
+            let mut query = sqlx::query(&sql).bind(property_id);
+            for key in chunk {
+                query = query.bind(key);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                found.push(ReadOnly {
+                    key: row.try_get("key")?,
+                    kind: row.try_get("kind")?,
+                    created: row.try_get("created")?,
+                    author: row.try_get("author")?,
+                });
+            }
+        }
+        Ok(found)
     }
 
     async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>> {
