@@ -75,6 +75,8 @@ pub struct Settings {
     pub password_queue: usize,
     /// Audit records older than this many days are deleted.
     pub audit_retention_days: i64,
+    /// Tasks (and the purge transactions they track) that ended this many days ago are deleted.
+    pub task_retention_days: i64,
 }
 
 impl Settings {
@@ -92,6 +94,7 @@ impl Settings {
             password_workers: 0,
             password_queue: 0,
             audit_retention_days: 400,
+            task_retention_days: 30,
         }
     }
 }
@@ -241,7 +244,7 @@ async fn housekeeping(state: AppState) {
 
 /// One round of upkeep: expired sessions are removed from storage (each recorded as expired), and a statistics
 /// checkpoint is written when its log has grown. With `retention` (every ten minutes) also what is past its
-/// retention goes: statistics, and audit records.
+/// retention goes: statistics, finished tasks with their purge transactions, and audit records.
 pub async fn upkeep(state: &AppState, retention: bool) {
     let now = state.clock.now_ms();
     let stats = state.stats.clone();
@@ -264,6 +267,12 @@ pub async fn upkeep(state: &AppState, retention: bool) {
         Err(e) => tracing::warn!(error = %e, "purging expired sessions failed"),
     }
     if retention {
+        let before = now.saturating_sub(state.settings.task_retention_days.saturating_mul(DAY_MS));
+        match state.store.prune_tasks(before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(tasks = n, "pruned finished tasks past their retention"),
+            Err(e) => tracing::warn!(error = %e, "pruning tasks failed"),
+        }
         let before = now.saturating_sub(state.settings.audit_retention_days.saturating_mul(DAY_MS));
         match state.store.prune_audit(before).await {
             Ok(0) => {}

@@ -108,6 +108,9 @@ struct ServeArgs {
     /// Days the audit log keeps its records.
     #[arg(long, env = "EDGE_AUDIT_RETENTION_DAYS", default_value_t = 400, value_parser = clap::value_parser!(i64).range(1..=36500))]
     audit_retention_days: i64,
+    /// Days finished tasks (and the purge transactions they track) are kept.
+    #[arg(long, env = "EDGE_TASK_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=36500))]
+    task_retention_days: i64,
 }
 
 #[derive(Subcommand)]
@@ -159,6 +162,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.mail_from = args.mail_from.clone();
     settings.trusted_proxies = args.trusted_proxies.clone();
     settings.audit_retention_days = args.audit_retention_days;
+    settings.task_retention_days = args.task_retention_days;
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }

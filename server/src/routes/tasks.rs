@@ -13,7 +13,8 @@ use crate::{
     access::{Allowed, perm},
     error::{AppError, AppResult},
     extract::Query,
-    tasks::{state_of, task_body},
+    store::{TaskFilter, TaskStatus},
+    tasks::task_body,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -50,7 +51,9 @@ pub fn parse_since(s: &str) -> Option<i64> {
         .map(|t| t.and_utc().timestamp_millis())
 }
 
-/// Tasks of the customer, newest first: those updated after `since`, optionally of one status and operation.
+/// Tasks of the customer, newest first: those updated after `since` (queued ones that begin after it, running
+/// ones, ended ones that ended after it), optionally of one status and operation. Finished tasks are kept for
+/// the task retention (30 days unless the server is told otherwise).
 #[utoipa::path(
     get, path = "/tasks", tag = "tasks",
     params(TaskQuery),
@@ -66,34 +69,29 @@ async fn list_tasks(
     Query(q): Query<TaskQuery>,
 ) -> AppResult<axum::Json<TaskPage>> {
     let page = PageQuery { page: q.page, count: q.count }.resolve()?;
-    let since = match q.since.as_deref() {
-        Some(s) => parse_since(s).ok_or_else(|| {
-            AppError::invalid_parameter(format!("since: {s:?} is not a time like 2026-11-22T10:00:00.000+0000."))
-        })?,
-        None => i64::MIN,
-    };
-    if let Some(status) = q.status.as_deref()
-        && !TASK_STATUSES.contains(&status)
-    {
-        return Err(AppError::invalid_parameter(format!(
-            "status: {status:?} is not one of {}.",
-            TASK_STATUSES.join(", ")
-        )));
-    }
-    let now = state.clock.now_ms();
-    let tasks: Vec<Task> = state
-        .store
-        .tasks_since(caller.customer.id, since)
-        .await?
-        .into_iter()
-        .filter(|t| q.operation.as_deref().is_none_or(|op| op == t.operation))
-        .filter(|t| {
-            let s = state_of(&state, t, now);
-            s.last_updated_ms > since && q.status.as_deref().is_none_or(|st| st == s.status)
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| {
+            parse_since(s).ok_or_else(|| {
+                AppError::invalid_parameter(format!("since: {s:?} is not a time like 2026-11-22T10:00:00.000+0000."))
+            })
         })
-        .map(|t| task_body(&state, &caller.customer, &t, now))
-        .collect();
-    let info = PageInfo { page: page.page, count: page.count, total: tasks.len() as u64 };
+        .transpose()?;
+    let status = q
+        .status
+        .as_deref()
+        .map(|s| {
+            TaskStatus::parse(s).ok_or_else(|| {
+                AppError::invalid_parameter(format!("status: {s:?} is not one of {}.", TASK_STATUSES.join(", ")))
+            })
+        })
+        .transpose()?;
+    let now = state.clock.now_ms();
+    let filter = TaskFilter { now_ms: now, since_ms: since, status, operation: q.operation.clone() };
+    let info = PageInfo { page: page.page, count: page.count, total: 0 };
+    let (tasks, total) = state.store.tasks(caller.customer.id, &filter, info.offset(), page.count).await?;
+    let info = PageInfo { total, ..info };
     let mut query = String::new();
     for (k, v) in [("since", &q.since), ("status", &q.status), ("operation", &q.operation)] {
         if let Some(v) = v {
@@ -103,7 +101,7 @@ async fn list_tasks(
     let uri = |p: u64| format!("{}/tasks?page={p}&count={}{query}", paths::base(&caller.customer.name), page.count);
     Ok(axum::Json(TaskPage {
         uri: uri(page.page),
-        items: tasks.into_iter().skip(info.offset() as usize).take(page.count as usize).collect(),
+        items: tasks.iter().map(|t| task_body(&state, &caller.customer, t, now)).collect(),
         total: info.total,
         has_more: info.has_more(),
         page_count: info.page_count(),

@@ -119,6 +119,39 @@ pub struct TaskRecord {
     pub error_info: Option<String>,
 }
 
+/// A task's status at a moment: QUEUED before its beginning, RUNNING until its end, then COMPLETED or FAILED
+/// (when it has error_info).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskStatus {
+    Queued,
+    Running,
+    Completed,
+    Failed,
+}
+
+impl TaskStatus {
+    pub fn parse(s: &str) -> Option<TaskStatus> {
+        Some(match s {
+            "QUEUED" => TaskStatus::Queued,
+            "RUNNING" => TaskStatus::Running,
+            "COMPLETED" => TaskStatus::Completed,
+            "FAILED" => TaskStatus::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// Which tasks to list, at `now_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFilter {
+    pub now_ms: i64,
+    /// Tasks updated after this time: queued ones that begin after it, running ones (their progress moves until
+    /// they end, so they have updates after it when they end after it), ended ones that ended after it.
+    pub since_ms: Option<i64>,
+    pub status: Option<TaskStatus>,
+    pub operation: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PropertyRecord {
     pub id: i64,
@@ -348,8 +381,17 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<Customer>>;
 
     async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>>;
-    /// Tasks that may have changed after `since_ms` (those not ended by then), newest first.
-    async fn tasks_since(&self, customer: CustomerId, since_ms: i64) -> StoreResult<Vec<TaskRecord>>;
+    /// A page of the customer's tasks that `filter` keeps, newest first, and how many it keeps.
+    async fn tasks(
+        &self,
+        customer: CustomerId,
+        filter: &TaskFilter,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<TaskRecord>, u64)>;
+    /// Deletes tasks that ended before `ended_before_ms`, with the purge transactions they track; returns how
+    /// many tasks.
+    async fn prune_tasks(&self, ended_before_ms: i64) -> StoreResult<u64>;
 
     /// The customer's properties with their current configuration, by name.
     async fn properties(&self, customer: CustomerId) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>>;

@@ -797,14 +797,68 @@ impl Store for SqliteStore {
         Ok(row.as_ref().map(task_from_row).transpose()?)
     }
 
-    async fn tasks_since(&self, customer: CustomerId, since_ms: i64) -> StoreResult<Vec<TaskRecord>> {
-        let rows =
-            sqlx::query("SELECT * FROM tasks WHERE customer_id = ? AND end_ms > ? ORDER BY begin_ms DESC, id DESC")
-                .bind(customer)
-                .bind(since_ms)
-                .fetch_all(&self.pool)
+    async fn tasks(
+        &self,
+        customer: CustomerId,
+        f: &TaskFilter,
+        offset: u64,
+        limit: u64,
+    ) -> StoreResult<(Vec<TaskRecord>, u64)> {
+        // ?1 customer, ?2 now, ?3 since or NULL, ?4 status or NULL, ?5 operation or NULL. Every task updated after
+        // `since` ends after it, which the index on (customer_id, end_ms) finds.
+        let filter = "customer_id = ?1
+             AND (?3 IS NULL OR (end_ms > ?3 AND (begin_ms <= ?2 OR begin_ms > ?3)))
+             AND (?4 IS NULL
+                  OR (?4 = 'QUEUED' AND begin_ms > ?2)
+                  OR (?4 = 'RUNNING' AND begin_ms <= ?2 AND end_ms > ?2)
+                  OR (?4 = 'COMPLETED' AND end_ms <= ?2 AND error_info IS NULL)
+                  OR (?4 = 'FAILED' AND end_ms <= ?2 AND error_info IS NOT NULL))
+             AND (?5 IS NULL OR operation = ?5)";
+        let status = f.status.map(|s| match s {
+            TaskStatus::Queued => "QUEUED",
+            TaskStatus::Running => "RUNNING",
+            TaskStatus::Completed => "COMPLETED",
+            TaskStatus::Failed => "FAILED",
+        });
+        fn bind<'q>(
+            sql: &'q str,
+            customer: CustomerId,
+            f: &'q TaskFilter,
+            status: Option<&'static str>,
+        ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>> {
+            sqlx::query(sql).bind(customer).bind(f.now_ms).bind(f.since_ms).bind(status).bind(&f.operation)
+        }
+        let count = format!("SELECT COUNT(*) FROM tasks WHERE {filter}");
+        let select = format!("SELECT * FROM tasks WHERE {filter} ORDER BY begin_ms DESC, id DESC LIMIT ?6 OFFSET ?7");
+        let total: i64 = bind(&count, customer, f, status).fetch_one(&self.pool).await?.try_get(0)?;
+        let rows = bind(&select, customer, f, status)
+            .bind(limit.min(i64::MAX as u64) as i64)
+            .bind(offset.min(i64::MAX as u64) as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok((rows.iter().map(task_from_row).collect::<Result<_, _>>()?, total as u64))
+    }
+
+    async fn prune_tasks(&self, ended_before_ms: i64) -> StoreResult<u64> {
+        let batch = "SELECT id FROM tasks WHERE end_ms < ?1 ORDER BY end_ms, id LIMIT 5000";
+        let mut total = 0;
+        loop {
+            let mut tx = self.write_transaction().await?;
+            sqlx::query(&format!("DELETE FROM purge_transactions WHERE task_id IN ({batch})"))
+                .bind(ended_before_ms)
+                .execute(&mut *tx)
                 .await?;
-        Ok(rows.iter().map(task_from_row).collect::<Result<_, _>>()?)
+            let done = sqlx::query(&format!("DELETE FROM tasks WHERE id IN ({batch})"))
+                .bind(ended_before_ms)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            total += done;
+            if done == 0 {
+                return Ok(total);
+            }
+        }
     }
 
     async fn properties(&self, customer: CustomerId) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>> {
