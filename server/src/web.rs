@@ -1,4 +1,4 @@
-//! What surrounds the API: the console's static files with the client-side-route fallback, JSON answers for
+//! What surrounds the API: the console's static files (precompressed) with the client-side-route fallback, JSON answers for
 //! every API error (including those produced outside handlers), security headers and request logging.
 
 use axum::{
@@ -29,12 +29,17 @@ pub async fn static_or_not_found(State(state): State<AppState>, req: Request) ->
         return (StatusCode::NOT_FOUND, Json(body_for_status(StatusCode::NOT_FOUND))).into_response();
     }
     let dir = &state.settings.static_dir;
-    let index = ServeFile::new(dir.join("index.html"));
+    // The build writes brotli and gzip copies beside each file (`FILE.br`, `FILE.gz`); the browser gets the
+    // smallest it accepts, the file itself otherwise.
+    let index = ServeFile::new(dir.join("index.html")).precompressed_br().precompressed_gzip();
     let is_index = matches!(req.uri().path(), "/" | "/index.html");
-    let mut response = match ServeDir::new(dir).fallback(index).oneshot(req).await {
+    let files = ServeDir::new(dir).precompressed_br().precompressed_gzip().fallback(index);
+    let mut response = match files.oneshot(req).await {
         Ok(r) => r.map(Body::new),
         Err(never) => match never {},
     };
+    // The answer depends on Accept-Encoding: caches must keep one copy per encoding.
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     // Trunk names the wasm and js by content hash, so they may be cached for good; index.html and client routes
     // must be revalidated so a new build is picked up.
     let immutable = !is_index

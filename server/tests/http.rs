@@ -77,6 +77,50 @@ async fn client_routes_get_the_console_and_assets_are_served_with_long_caching()
 }
 
 #[tokio::test]
+async fn console_files_are_sent_precompressed_as_the_browser_accepts_them() {
+    let app = TestApp::new().await;
+    let dist = app.dir.path().join("dist");
+    // What `cargo xtask build` writes beside each file: brotli and gzip copies.
+    std::fs::write(dist.join("app-1234.js.br"), b"BROTLI").unwrap();
+    std::fs::write(dist.join("app-1234.js.gz"), b"GZIP").unwrap();
+    std::fs::write(dist.join("index.html.br"), b"INDEX-BROTLI").unwrap();
+    let get = |path: &'static str, accept: Option<&'static str>| {
+        let mut r = req(Method::GET, path);
+        if let Some(accept) = accept {
+            r = r.header("accept-encoding", accept);
+        }
+        app.send(r.done())
+    };
+    for (accept, encoding, body) in [
+        (Some("gzip, deflate, br"), Some("br"), &b"BROTLI"[..]),
+        (Some("gzip"), Some("gzip"), b"GZIP"),
+        (Some("identity"), None, b"console.log(1)"),
+        (None, None, b"console.log(1)"),
+    ] {
+        let reply = get("/app-1234.js", accept).await;
+        assert_eq!(reply.status, StatusCode::OK, "{accept:?}");
+        assert_eq!(reply.raw, body, "{accept:?}");
+        assert_eq!(reply.headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap()), encoding, "{accept:?}");
+        assert_eq!(reply.headers.get(header::CONTENT_TYPE).unwrap(), "text/javascript", "{accept:?}");
+        // Caches keep one copy per encoding; the hashed file stays cached for good in each.
+        assert_eq!(reply.headers.get(header::VARY).unwrap(), "accept-encoding", "{accept:?}");
+        assert_eq!(reply.headers.get(header::CACHE_CONTROL).unwrap(), "public, max-age=31536000, immutable");
+    }
+    // index.html, also as the answer to a client route, is compressed too and always revalidated.
+    for path in ["/", "/acme/stats"] {
+        let reply = get(path, Some("br")).await;
+        assert_eq!(reply.raw, b"INDEX-BROTLI", "{path}");
+        assert_eq!(reply.headers.get(header::CONTENT_ENCODING).unwrap(), "br", "{path}");
+        assert_eq!(reply.headers.get(header::VARY).unwrap(), "accept-encoding", "{path}");
+        assert_eq!(reply.headers.get(header::CACHE_CONTROL).unwrap(), "no-cache", "{path}");
+    }
+    // An API answer is not a static file: no Vary from here.
+    let reply = get("/acme/v1/nothing", Some("br")).await;
+    assert_eq!(reply.status, StatusCode::NOT_FOUND);
+    assert!(reply.headers.get(header::CONTENT_ENCODING).is_none());
+}
+
+#[tokio::test]
 async fn static_files_cannot_escape_the_static_dir() {
     let app = TestApp::new().await;
     std::fs::write(app.dir.path().join("secret.txt"), "secret").unwrap();

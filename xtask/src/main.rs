@@ -1,6 +1,7 @@
 //! `cargo xtask serve|test|build`: installs what a fresh machine lacks (skipping what is there), builds the
 //! console and the server, and runs every test.
 
+mod size;
 mod tools;
 
 use std::{
@@ -16,6 +17,8 @@ const USAGE: &str = "usage:
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
   cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
+  cargo xtask size [--no-build]      raw, gzip and brotli size of every file of the console, of its first view
+                                     and of the whole; fails over the budget (350 KB and 600 KB brotli)
   cargo xtask bench stats [--ingest N]
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
   cargo xtask bench config [--runs N]
@@ -36,6 +39,8 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
         Some("bench") if args.get(1).map(String::as_str) == Some("config") => bench_config(&args[2..]),
         Some("load") => load(&args[1..]),
+        Some("size") => size_command(&args[1..]),
+        Some("compress") => compress_command(&args[1..]),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
@@ -86,6 +91,27 @@ fn describe(cmd: &Command) -> String {
 fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
     run(cargo().args(["fetch", "--locked"]))?;
     run(tools.command("trunk").current_dir(root()).args(["build", "--release", "--offline", "--locked"]))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask size`: builds the console (unless `--no-build`) and prints what it weighs.
+fn size_command(args: &[String]) -> Result<ExitCode> {
+    if !args.iter().any(|a| a == "--no-build") {
+        build_console(&tools::Tools::ensure(false)?)?;
+    }
+    size::report(&root().join("dist"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
+/// staged ($TRUNK_STAGING_DIR), or of DIR.
+fn compress_command(args: &[String]) -> Result<ExitCode> {
+    let dir = match (args.first(), std::env::var_os("TRUNK_STAGING_DIR")) {
+        (Some(dir), _) => PathBuf::from(dir),
+        (None, Some(dir)) => PathBuf::from(dir),
+        (None, None) => root().join("dist"),
+    };
+    size::precompress(&dir)?;
     Ok(ExitCode::SUCCESS)
 }
 
