@@ -23,15 +23,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/reset-password") view=pages::reset::ResetPasswordPage />
                 <ParentRoute path=path!("/:customer") view=Layout>
                     <Route path=path!("") view=StatsRedirect />
-                    <Route path=path!("stats") view=pages::Statistics />
-                    <Route path=path!("security") view=pages::Security />
-                    <Route path=path!("users") view=pages::Users />
-                    <Route path=path!("me") view=pages::MyAccount />
-                    <Route path=path!("properties") view=pages::Properties />
-                    <Route path=path!("purge") view=pages::Purge />
-                    <Route path=path!("lists") view=pages::NetworkLists />
-                    <Route path=path!("tasks") view=pages::Tasks />
-                    <Route path=path!("account") view=pages::Account />
+                    <Route path=path!(":page") view=pages::Page />
                 </ParentRoute>
             </Routes>
         </Router>

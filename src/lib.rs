@@ -5,6 +5,15 @@ pub mod app;
 pub mod components;
 pub mod pages;
 pub mod session;
+pub mod signin;
+
+/// Marks a moment in the browser's performance timeline (`cargo xtask perf-console` reads the marks
+/// `edge:login-form` and `edge:first-chart`).
+pub fn mark(name: &str) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = p.mark(name);
+    }
+}
 
 /// Mounts the console on the page's body.
 pub fn mount() {

@@ -22,6 +22,10 @@ pub fn is_api_path(path: &str) -> bool {
     matches!(segments.next(), Some(v) if v.len() > 1 && v.starts_with('v') && v[1..].bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The sign-in app's document (see the console's src/signin.rs), and the addresses it answers.
+const SIGNIN_INDEX: &str = "signin/index.html";
+const SIGNIN_PATHS: [&str; 3] = ["/", "/login", "/reset-password"];
+
 /// The fallback of the whole router: a JSON 404 for API paths, otherwise a static file of the console or, for a
 /// client-side route, its index.html.
 pub async fn static_or_not_found(State(state): State<AppState>, req: Request) -> Response {
@@ -31,10 +35,21 @@ pub async fn static_or_not_found(State(state): State<AppState>, req: Request) ->
     let dir = &state.settings.static_dir;
     // The build writes brotli and gzip copies beside each file (`FILE.br`, `FILE.gz`); the browser gets the
     // smallest it accepts, the file itself otherwise.
-    let index = ServeFile::new(dir.join("index.html")).precompressed_br().precompressed_gzip();
+    let file = |path: std::path::PathBuf| ServeFile::new(path).precompressed_br().precompressed_gzip();
     let is_index = matches!(req.uri().path(), "/" | "/index.html");
-    let files = ServeDir::new(dir).precompressed_br().precompressed_gzip().fallback(index);
-    let mut response = match files.oneshot(req).await {
+    // The first view (the login form, a password-reset link) is its own small app when the build has one.
+    let signin = dir.join(SIGNIN_INDEX);
+    let answer = if SIGNIN_PATHS.contains(&req.uri().path()) && signin.is_file() {
+        file(signin).oneshot(req).await
+    } else {
+        ServeDir::new(dir)
+            .precompressed_br()
+            .precompressed_gzip()
+            .fallback(file(dir.join("index.html")))
+            .oneshot(req)
+            .await
+    };
+    let mut response = match answer {
         Ok(r) => r.map(Body::new),
         Err(never) => match never {},
     };
@@ -125,11 +140,12 @@ pub fn redact_path(path: &str) -> String {
 }
 
 /// The Content-Security-Policy of the console: its own scripts and WebAssembly only, plus trunk's inline
-/// loader script by its hash (read from index.html), no framing.
+/// loader scripts by their hashes (read from index.html and the sign-in app's), no framing.
 pub fn content_security_policy(static_dir: &std::path::Path) -> String {
     use base64::Engine;
     use sha2::{Digest, Sha256};
-    let index = std::fs::read_to_string(static_dir.join("index.html")).unwrap_or_default();
+    let mut index = std::fs::read_to_string(static_dir.join("index.html")).unwrap_or_default();
+    index.push_str(&std::fs::read_to_string(static_dir.join(SIGNIN_INDEX)).unwrap_or_default());
     let mut hashes = String::new();
     let mut rest = index.as_str();
     while let Some(start) = rest.find("<script type=\"module\">") {

@@ -121,6 +121,27 @@ async fn console_files_are_sent_precompressed_as_the_browser_accepts_them() {
 }
 
 #[tokio::test]
+async fn the_first_view_is_the_small_sign_in_app_and_the_console_everything_else() {
+    let app = TestApp::new().await;
+    let signin = app.dir.path().join("dist/signin");
+    std::fs::create_dir_all(&signin).unwrap();
+    std::fs::write(signin.join("index.html"), "<title>Sign in</title>").unwrap();
+    std::fs::write(signin.join("index.html.br"), "SIGNIN-BROTLI").unwrap();
+    for path in ["/", "/login", "/login?customer=acme&reason=expired", "/reset-password?customer=acme&token=t"] {
+        let reply = app.send(req(Method::GET, path).done()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        assert_eq!(reply.raw, b"<title>Sign in</title>", "{path}");
+        assert_eq!(reply.headers.get(header::CACHE_CONTROL).unwrap(), "no-cache", "{path}");
+        let reply = app.send(req(Method::GET, path).header("accept-encoding", "br").done()).await;
+        assert_eq!(reply.raw, b"SIGNIN-BROTLI", "{path}");
+    }
+    for path in ["/acme/stats", "/acme/users", "/index.html"] {
+        let reply = app.send(req(Method::GET, path).done()).await;
+        assert!(String::from_utf8_lossy(&reply.raw).contains("<title>Edge Console</title>"), "{path}");
+    }
+}
+
+#[tokio::test]
 async fn static_files_cannot_escape_the_static_dir() {
     let app = TestApp::new().await;
     std::fs::write(app.dir.path().join("secret.txt"), "secret").unwrap();
@@ -219,20 +240,27 @@ async fn the_console_is_served_with_a_content_security_policy_that_admits_only_i
 }
 
 #[test]
-fn the_policy_admits_trunks_inline_loader_by_its_hash() {
+fn the_policy_admits_trunks_inline_loaders_by_their_hashes() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("index.html"),
         "<html><script type=\"module\">import init from '/a.js';\n</script></html>",
     )
     .unwrap();
+    std::fs::create_dir_all(dir.path().join("signin")).unwrap();
+    std::fs::write(
+        dir.path().join("signin/index.html"),
+        "<html><script type=\"module\">import init from '/signin/b.js';\n</script></html>",
+    )
+    .unwrap();
     let csp = edge_server::web::content_security_policy(dir.path());
-    // sha256 of "import init from '/a.js';\n", base64
     use base64::Engine;
     use sha2::Digest;
-    let expected =
-        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(b"import init from '/a.js';\n"));
-    assert!(csp.contains(&format!("'sha256-{expected}'")), "{csp}");
+    // sha256 of each loader, base64: the console's and the sign-in app's.
+    for script in [&b"import init from '/a.js';\n"[..], b"import init from '/signin/b.js';\n"] {
+        let expected = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script));
+        assert!(csp.contains(&format!("'sha256-{expected}'")), "{csp}");
+    }
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
-//! Statistics queries.
+//! Statistics queries, and reading their rows by column name (never by position: an answer with other or
+//! fewer columns shows blanks instead of stopping the console).
 
 use edge_api::stats::StatsResponse;
 use gloo_net::http::Request;
+use serde_json::Value;
 
 use super::*;
 
@@ -10,4 +12,40 @@ pub async fn stats(customer: &str, path: &str, params: &[(&str, String)]) -> Api
     let query: Vec<String> =
         params.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", users::encode(v))).collect();
     send_json(Request::get(&format!("{}{path}?{}", base(customer), query.join("&")))).await
+}
+
+/// One column of an answer, found by name; reads nothing when the answer lacks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column(Option<usize>);
+
+impl Column {
+    pub fn of(response: &StatsResponse, name: &str) -> Column {
+        Column(response.columns.iter().position(|c| c.name == name))
+    }
+
+    pub fn exists(&self) -> bool {
+        self.0.is_some()
+    }
+
+    pub fn value<'a>(&self, row: &'a [Value]) -> Option<&'a Value> {
+        self.0.and_then(|i| row.get(i))
+    }
+
+    /// The value as text (a string as it is, anything else as JSON); empty when absent.
+    pub fn text(&self, row: &[Value]) -> String {
+        self.value(row).map(value_text).unwrap_or_default()
+    }
+
+    /// The value as a number; 0 when absent or not a number.
+    pub fn number(&self, row: &[Value]) -> f64 {
+        self.value(row).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+}
+
+/// A cell as text: a string as it is, anything else as JSON.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }

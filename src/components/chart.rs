@@ -1,22 +1,17 @@
-//! Charts drawn with plotters into SVG strings: series over time (lines or stacked), and ranked bars.
+//! Charts as small hand-written SVG (series over time as lines or stacked areas, ranked bars), each with an
+//! accessible name and its numbers as a table on demand.
 
-use plotters::prelude::*;
+use std::fmt::Write;
 
-/// Colours of series, in order; the last one is for "other".
-pub const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 111, 235),
-    RGBColor(230, 126, 34),
-    RGBColor(46, 157, 87),
-    RGBColor(198, 40, 40),
-    RGBColor(142, 68, 173),
-    RGBColor(0, 150, 170),
-    RGBColor(183, 149, 11),
-    RGBColor(127, 140, 141),
-];
+use leptos::{ev, prelude::*};
 
-pub fn colour_hex(i: usize) -> String {
-    let c = PALETTE[i % PALETTE.len()];
-    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+use crate::components::time::{axis_label, datetime_ms};
+
+/// Colours of series, in order; the last one, grey, is for "other".
+pub const PALETTE: [&str; 8] = ["#1f6feb", "#e67e22", "#2e9d57", "#c62828", "#8e44ad", "#0096aa", "#b7950b", "#7f8c8d"];
+
+pub fn colour(i: usize, name: &str) -> &'static str {
+    if name == "other" { PALETTE[PALETTE.len() - 1] } else { PALETTE[i % (PALETTE.len() - 1)] }
 }
 
 /// A named series of (time in ms, value) points.
@@ -36,121 +31,300 @@ pub fn short_number(v: f64) -> String {
         a if a >= 1e3 => (1e3, "k"),
         _ => (1.0, ""),
     };
-    if d == 1.0 { format!("{v:.0}") } else { format!("{:.1}{s}", v / d) }
+    if d == 1.0 {
+        format!("{}", v.round() as i64)
+    } else {
+        // One decimal without the float formatter: tenths as an integer.
+        let tenths = (v / d * 10.0).round() as i64;
+        format!("{}{}.{}{s}", if tenths < 0 { "-" } else { "" }, tenths.abs() / 10, tenths.abs() % 10)
+    }
 }
 
-/// `HH:MM` for spans up to two days, else `MM-DD`.
-fn time_label(ms: i64, span: i64) -> String {
-    let t = edge_api::stats::format_time(ms);
-    if span <= 2 * 86_400_000 { t[11..16].to_string() } else { t[5..10].to_string() }
+/// A round step near `max / n`: 1, 2 or 5 times a power of ten.
+fn nice_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powi(raw.log10().floor() as i32);
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
 }
 
-/// Lines (or stacked areas) of `series` over [start, end).
-pub fn time_chart(series: &[Series], start: i64, end: i64, stacked: bool, width: u32, height: u32) -> String {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        let _ = root.fill(&WHITE);
-        let mut totals: Vec<(i64, f64)> = Vec::new();
-        let ymax = if stacked {
-            let mut by_t: std::collections::BTreeMap<i64, f64> = Default::default();
-            for s in series {
-                for (t, v) in &s.points {
-                    *by_t.entry(*t).or_default() += v;
-                }
-            }
-            totals = by_t.into_iter().collect();
-            totals.iter().map(|(_, v)| *v).fold(0.0, f64::max)
-        } else {
-            series.iter().flat_map(|s| s.points.iter().map(|(_, v)| *v)).fold(0.0, f64::max)
-        };
-        let ymax = if ymax <= 0.0 { 1.0 } else { ymax * 1.1 };
-        let span = (end - start).max(1);
-        let Ok(mut chart) = ChartBuilder::on(&root)
-            .margin(10)
-            .x_label_area_size(28)
-            .y_label_area_size(56)
-            .build_cartesian_2d(start..end, 0.0..ymax)
-        else {
-            return svg_fallback(width, height);
-        };
-        let _ = chart
-            .configure_mesh()
-            .light_line_style(RGBColor(236, 240, 245))
-            .bold_line_style(RGBColor(223, 228, 235))
-            .x_labels(8)
-            .y_labels(6)
-            .x_label_formatter(&|t| time_label(*t, span))
-            .y_label_formatter(&|v| short_number(*v))
-            .label_style(("sans-serif", 12).into_font().color(&RGBColor(93, 107, 126)))
-            .draw();
+const LEFT: f64 = 56.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 10.0;
+const BOTTOM: f64 = 26.0;
+const LABEL: &str = "font-size=\"12\" fill=\"#5d6b7e\" font-family=\"sans-serif\"";
+
+fn open_svg(out: &mut String, width: u32, height: u32) {
+    let _ = write!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"100%\" \
+         preserveAspectRatio=\"xMidYMid meet\" aria-hidden=\"true\">"
+    );
+}
+
+/// Lines (or stacked areas) of `series` over [start, end) in an SVG of `width` × `height`.
+pub fn time_chart_svg(series: &[Series], start: i64, end: i64, stacked: bool, width: u32, height: u32) -> String {
+    let (w, h) = (f64::from(width), f64::from(height));
+    let (pw, ph) = (w - LEFT - RIGHT, h - TOP - BOTTOM);
+    let span = (end - start).max(1);
+    // Each series on top of those before it when stacked.
+    let mut layers: Vec<Vec<(i64, f64, f64)>> = Vec::new();
+    let mut base: std::collections::BTreeMap<i64, f64> = Default::default();
+    for s in series {
+        let layer: Vec<(i64, f64, f64)> = s
+            .points
+            .iter()
+            .map(|(t, v)| {
+                let below = if stacked { base.get(t).copied().unwrap_or(0.0) } else { 0.0 };
+                (*t, below, below + v)
+            })
+            .collect();
         if stacked {
-            // Each series drawn on top of those before it.
-            let mut base: std::collections::BTreeMap<i64, f64> = totals.iter().map(|(t, _)| (*t, 0.0)).collect();
-            let mut layers = Vec::new();
-            for s in series {
-                let mut upper = base.clone();
-                for (t, v) in &s.points {
-                    *upper.entry(*t).or_default() += v;
-                }
-                layers.push((base.clone(), upper.clone()));
-                base = upper;
-            }
-            for (i, (lower, upper)) in layers.iter().enumerate().rev() {
-                let colour = PALETTE[i % PALETTE.len()];
-                let mut poly: Vec<(i64, f64)> = upper.iter().map(|(t, v)| (*t, *v)).collect();
-                poly.extend(lower.iter().rev().map(|(t, v)| (*t, *v)));
-                let _ = chart.draw_series(std::iter::once(Polygon::new(poly, colour.mix(0.75).filled())));
-            }
-        } else {
-            for (i, s) in series.iter().enumerate() {
-                let colour = PALETTE[i % PALETTE.len()];
-                let _ = chart.draw_series(LineSeries::new(s.points.iter().copied(), colour.stroke_width(2)));
+            for (t, _, top) in &layer {
+                base.insert(*t, *top);
             }
         }
-        let _ = root.present();
+        layers.push(layer);
     }
-    svg
+    let max = layers.iter().flatten().map(|(_, _, v)| *v).fold(0.0, f64::max);
+    let step = nice_step(if max > 0.0 { max } else { 1.0 }, 5.0);
+    let ymax = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
+    let x = |t: i64| LEFT + (t - start) as f64 / span as f64 * pw;
+    let y = |v: f64| TOP + ph - v / ymax * ph;
+
+    let mut out = String::with_capacity(4096);
+    open_svg(&mut out, width, height);
+    let mut v = 0.0;
+    while v <= ymax + step / 2.0 {
+        let py = y(v) as i64;
+        let _ = write!(
+            out,
+            "<line x1=\"{}\" x2=\"{}\" y1=\"{py}\" y2=\"{py}\" stroke=\"#e4e8ee\"/><text x=\"{}\" y=\"{}\" \
+             text-anchor=\"end\" {LABEL}>{}</text>",
+            LEFT as i64,
+            (w - RIGHT) as i64,
+            (LEFT - 6.0) as i64,
+            py + 4,
+            short_number(v)
+        );
+        v += step;
+    }
+    const STEPS: [i64; 10] = [
+        300_000,
+        900_000,
+        1_800_000,
+        3_600_000,
+        10_800_000,
+        21_600_000,
+        43_200_000,
+        86_400_000,
+        172_800_000,
+        604_800_000,
+    ];
+    let tick = STEPS.iter().copied().find(|s| span / s <= 8).unwrap_or(span / 8 + 1);
+    let mut t = start + (tick - start.rem_euclid(tick)) % tick;
+    while t <= end {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" {LABEL}>{}</text>",
+            x(t) as i64,
+            (h - 8.0) as i64,
+            axis_label(t, span)
+        );
+        t += tick;
+    }
+    for (i, (layer, s)) in layers.iter().zip(series).enumerate().rev() {
+        let c = colour(i, &s.name);
+        let mut points = String::new();
+        for (t, _, top) in layer {
+            let _ = write!(points, "{},{} ", x(*t) as i64, y(*top) as i64);
+        }
+        if stacked {
+            for (t, below, _) in layer.iter().rev() {
+                let _ = write!(points, "{},{} ", x(*t) as i64, y(*below) as i64);
+            }
+            let _ = write!(out, "<polygon points=\"{points}\" fill=\"{c}\" fill-opacity=\"0.75\"/>");
+        } else {
+            let _ = write!(out, "<polyline points=\"{points}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>");
+        }
+    }
+    out.push_str("</svg>");
+    out
 }
 
-/// Horizontal bars of `(label, value)`, largest first.
-pub fn bar_chart(bars: &[(String, f64)], width: u32, row_height: u32) -> String {
-    let height = (bars.len() as u32).max(1) * row_height + 30;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        let _ = root.fill(&WHITE);
-        let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1.0) * 1.15;
-        let n = bars.len().max(1) as i32;
-        let Ok(mut chart) = ChartBuilder::on(&root)
-            .margin(6)
-            .x_label_area_size(22)
-            .y_label_area_size((width / 3).min(260))
-            .build_cartesian_2d(0.0..max, 0..n)
-        else {
-            return svg_fallback(width, height);
-        };
-        let labels: Vec<String> =
-            bars.iter().map(|(l, _)| if l.is_empty() { "(none)".into() } else { l.clone() }).collect();
-        let _ = chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .light_line_style(RGBColor(236, 240, 245))
-            .y_labels(bars.len().max(1))
-            .y_label_formatter(&|i| labels.get((n - 1 - *i) as usize).cloned().unwrap_or_default())
-            .x_labels(5)
-            .x_label_formatter(&|v| short_number(*v))
-            .label_style(("sans-serif", 12).into_font().color(&RGBColor(93, 107, 126)))
-            .draw();
-        let _ = chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
-            let y = n - 1 - i as i32;
-            Rectangle::new([(0.0, y), (*v, y + 1)], PALETTE[0].mix(0.85).filled())
-        }));
-        let _ = root.present();
+/// Horizontal bars of `(label, value)`, largest first, `row` pixels each.
+pub fn bar_chart_svg(bars: &[(String, f64)], width: u32, row: u32) -> String {
+    let w = f64::from(width);
+    let height = bars.len().max(1) as u32 * row + 8;
+    let label_w = (w / 3.0).min(240.0);
+    let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1.0);
+    let bar_w = w - label_w - 70.0;
+    let mut out = String::with_capacity(2048);
+    open_svg(&mut out, width, height);
+    for (i, (label, v)) in bars.iter().enumerate() {
+        let top = i as u32 * row + 4;
+        let len = (v / max * bar_w).max(1.0) as i64;
+        let mut shown: String = label.chars().take(36).collect();
+        if shown.is_empty() {
+            shown = "(none)".into();
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" {LABEL}>{}</text><rect x=\"{}\" y=\"{}\" width=\"{len}\" \
+             height=\"{}\" fill=\"{}\" rx=\"2\"/><text x=\"{}\" y=\"{}\" {LABEL}>{}</text>",
+            (label_w - 8.0) as i64,
+            top + row / 2 + 4,
+            escape(&shown),
+            label_w as i64,
+            top + 3,
+            row - 6,
+            PALETTE[0],
+            label_w as i64 + len + 6,
+            top + row / 2 + 4,
+            short_number(*v)
+        );
     }
-    svg
+    out.push_str("</svg>");
+    out
 }
 
-fn svg_fallback(width: u32, height: u32) -> String {
-    format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\"></svg>")
+/// Text safe inside SVG markup.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A chart over time with its legend and, on demand, its numbers as a table (for screen readers and for
+/// reading exact values).
+#[component]
+pub fn TimeChart(
+    /// What the chart shows, its accessible name.
+    label: String,
+    series: Vec<Series>,
+    start: i64,
+    end: i64,
+    stacked: bool,
+    #[prop(optional)] id: Option<&'static str>,
+    #[prop(default = 1100)] width: u32,
+    #[prop(default = 300)] height: u32,
+) -> impl IntoView {
+    let svg = time_chart_svg(&series, start, end, stacked, width, height);
+    Effect::new(|_| crate::mark("edge:first-chart"));
+    let legend = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
+            view! {
+                <li>
+                    <span class="swatch" style:background=colour(i, &s.name)></span>
+                    {name}
+                </li>
+            }
+        })
+        .collect_view();
+    let table = move || {
+        let mut times: Vec<i64> = series.iter().flat_map(|s| s.points.iter().map(|(t, _)| *t)).collect();
+        times.sort_unstable();
+        times.dedup();
+        let head = series.iter().map(|s| view! { <th class="num">{s.name.clone()}</th> }).collect_view();
+        let rows = times
+            .iter()
+            .map(|t| {
+                let cells = series
+                    .iter()
+                    .map(|s| {
+                        let v = s.points.iter().find(|(x, _)| x == t).map(|(_, v)| *v).unwrap_or(0.0);
+                        view! { <td class="num">{(v.round() as i64).to_string()}</td> }
+                    })
+                    .collect_view();
+                view! {
+                    <tr>
+                        <td>{datetime_ms(*t)}</td>
+                        {cells}
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table class="data">
+                <thead>
+                    <tr>
+                        <th>"Time (UTC)"</th>
+                        {head}
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    };
+    view! {
+        <figure class="chart-figure">
+            <div class="chart" id=id role="img" aria-label=label.clone() inner_html=svg></div>
+            <ul class="legend">{legend}</ul>
+            <DataTable label table />
+        </figure>
+    }
+}
+
+/// Ranked bars with their numbers as a table on demand.
+#[component]
+pub fn BarChart(
+    label: String,
+    bars: Vec<(String, f64)>,
+    #[prop(optional)] id: Option<&'static str>,
+    #[prop(default = 560)] width: u32,
+    #[prop(default = 24)] row: u32,
+) -> impl IntoView {
+    let svg = bar_chart_svg(&bars, width, row);
+    let table = move || {
+        let rows = bars
+            .iter()
+            .map(|(l, v)| {
+                view! {
+                    <tr>
+                        <td>{l.clone()}</td>
+                        <td class="num">{(v.round() as i64).to_string()}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table class="data">
+                <thead>
+                    <tr>
+                        <th>"Value"</th>
+                        <th class="num">"Count"</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    };
+    view! {
+        <figure class="chart-figure">
+            <div class="chart" id=id role="img" aria-label=label.clone() inner_html=svg></div>
+            <DataTable label table />
+        </figure>
+    }
+}
+
+/// A chart's numbers, built only when opened.
+#[component]
+fn DataTable<F, V>(label: String, table: F) -> impl IntoView
+where
+    F: Fn() -> V + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    let open = RwSignal::new(false);
+    let toggle = move |e: ev::Event| {
+        use wasm_bindgen::JsCast;
+        if let Some(d) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlDetailsElement>().ok()) {
+            open.set(d.open());
+        }
+    };
+    view! {
+        <details class="chart-data" on:toggle=toggle>
+            <summary>{format!("{label}: data table")}</summary>
+            {move || open.get().then(&table)}
+        </details>
+    }
 }

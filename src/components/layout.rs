@@ -10,7 +10,10 @@ use leptos_router::{
 
 use crate::{
     api,
-    components::errors::{ApiErrorNotice, error_fallback},
+    components::{
+        async_view::{act, load},
+        errors::{ApiErrorNotice, error_fallback},
+    },
     session::{Auth, LoggedIn, remembered_login},
 };
 
@@ -63,7 +66,7 @@ pub fn Layout() -> impl IntoView {
     }
 
     // On arrival (and after a reload) find the session the browser's cookie holds for this customer.
-    let check = LocalResource::new(move || {
+    let check = load(move || {
         let customer = customer.get();
         async move {
             if let Some(login) = auth.for_customer(&customer) {
@@ -92,18 +95,18 @@ pub fn Layout() -> impl IntoView {
 
     // The logged-in user's record: its role and two-factor state decide what the views offer.
     let me_key = Memo::new(move |_| auth.current().map(|l| (l.customer, l.session.user.id)));
-    let me = LocalResource::new(move || {
+    let me = load(move || {
         let key = me_key.get();
         async move {
             match key {
-                Some((customer, id)) => api::get_user(&customer, &id).await.ok(),
-                None => None,
+                Some((customer, id)) => api::get_user(&customer, &id).await.map(Some),
+                None => Ok(None),
             }
         }
     });
     Effect::new(move |_| {
         if let Some(user) = me.get() {
-            auth.set_me(user);
+            auth.set_me(user.ok().flatten());
         }
     });
 
@@ -136,7 +139,7 @@ pub fn Layout() -> impl IntoView {
         })
     });
 
-    let logout = Action::new_local(move |_: &()| {
+    let logout = act(move |_: &()| {
         let customer = customer.get_untracked();
         let navigate = navigate.clone();
         async move {
@@ -186,6 +189,7 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
         })
         .collect_view();
     view! {
+        <a class="skip-link" href="#content">"Skip to content"</a>
         <div class="shell">
             <aside class="sidebar">
                 <div class="brand">"Edge Console"</div>
@@ -213,7 +217,7 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
                         "Log out"
                     </button>
                 </header>
-                <main class="content">
+                <main class="content" id="content" tabindex="-1">
                     <ErrorBoundary fallback=error_fallback>
                         <Outlet />
                     </ErrorBoundary>

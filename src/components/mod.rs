@@ -1,5 +1,6 @@
 //! Shared UI pieces.
 
+pub mod async_view;
 pub mod chart;
 pub mod dialog;
 pub mod errors;
@@ -7,3 +8,4 @@ pub mod layout;
 pub mod pager;
 pub mod progress;
 pub mod range;
+pub mod time;

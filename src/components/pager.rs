@@ -1,28 +1,26 @@
-//! Previous/next paging under a table.
+//! The one pager under every paged table: where we are, previous and next.
 
 use leptos::prelude::*;
 
+/// `page` counts from 1; `on_page` gets the page to show.
 #[component]
 pub fn Pager(
-    page: RwSignal<u64>,
+    page: u64,
     /// Items per page.
-    count: u64,
+    per_page: u64,
     /// Items on this page.
     shown: u64,
     total: u64,
-    has_more: bool,
+    on_page: Callback<u64>,
 ) -> impl IntoView {
-    let first = (page.get_untracked() - 1) * count + 1;
+    let first = page.saturating_sub(1) * per_page + 1;
     let text = if shown == 0 { format!("0 of {total}") } else { format!("{first}–{} of {total}", first + shown - 1) };
+    let has_more = first + shown <= total && shown > 0;
     view! {
-        <div class="pager">
-            <span class="muted">{text}</span>
-            <button disabled=move || page.get() <= 1 on:click=move |_| page.update(|p| *p -= 1)>
-                "Previous"
-            </button>
-            <button disabled=!has_more on:click=move |_| page.update(|p| *p += 1)>
-                "Next"
-            </button>
-        </div>
+        <nav class="pager" aria-label="Pages">
+            <span class="muted" role="status">{text}</span>
+            <button disabled=page <= 1 on:click=move |_| on_page.run(page - 1)>"Previous"</button>
+            <button disabled=!has_more on:click=move |_| on_page.run(page + 1)>"Next"</button>
+        </nav>
     }
 }

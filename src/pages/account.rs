@@ -5,7 +5,11 @@ use leptos::{ev, prelude::*};
 
 use crate::{
     api,
-    components::errors::{ApiErrorNotice, FieldError, FormError},
+    components::{
+        async_view::{AsyncView, act, load},
+        errors::{FieldError, FormError},
+        time::Time,
+    },
     pages::use_customer,
     session::Auth,
 };
@@ -13,70 +17,72 @@ use crate::{
 #[component]
 pub fn Account() -> impl IntoView {
     let customer = use_customer();
-    let account = LocalResource::new(move || {
+    let auth = Auth::get();
+    let account = load(move || {
         let c = customer.get();
         async move { api::get_account(&c).await }
     });
-    let features = LocalResource::new(move || {
+    let features = load(move || {
         let c = customer.get();
         async move { api::features(&c).await }
     });
     view! {
         <section class="page">
             <h1>"Account"</h1>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match account.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(a) => view! { <AccountForm account=a /> }.into_any(),
+            <Show
+                when=move || auth.me().is_none_or(|u| u.role.id != "viewer")
+                fallback=|| {
+                    view! {
+                        <div class="notice info" role="status">
+                            "The account's details are for administrators and operators."
+                        </div>
                     }
-                })}
-            </Transition>
-            <h2>"Features"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match features.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(list) => {
-                            view! {
-                                <table class="data features">
-                                    <thead>
-                                        <tr>
-                                            <th>"Feature"</th>
-                                            <th>"What it does"</th>
-                                            <th>"Enabled"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {list
-                                            .into_iter()
-                                            .map(|f| {
-                                                view! {
-                                                    <tr>
-                                                        <td>
-                                                            <strong>{f.name}</strong>
-                                                        </td>
-                                                        <td>{f.description}</td>
-                                                        <td>
-                                                            {if f.enabled {
-                                                                view! { <span class="badge ok">"Yes"</span> }
-                                                            } else {
-                                                                view! { <span class="badge off">"No"</span> }
-                                                            }}
-                                                        </td>
-                                                    </tr>
-                                                }
-                                            })
-                                            .collect_view()}
-                                    </tbody>
-                                </table>
-                            }
-                                .into_any()
-                        }
-                    }
-                })}
-            </Transition>
+                }
+            >
+                <AsyncView resource=account let:account>
+                    <AccountForm account />
+                </AsyncView>
+                <h2>"Features"</h2>
+                <AsyncView resource=features let:list>
+                    <FeatureTable list />
+                </AsyncView>
+            </Show>
+
         </section>
+    }
+}
+
+#[component]
+fn FeatureTable(list: Vec<edge_api::Feature>) -> impl IntoView {
+    view! {
+        <table class="data features">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Feature"</th>
+                            <th scope="col">"What it does"</th>
+                            <th scope="col">"Enabled"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {list
+                            .into_iter()
+                            .map(|f| {
+                                let (class, text) = if f.enabled { ("badge ok", "Yes") } else { ("badge off", "No") };
+                                view! {
+                                    <tr>
+                                        <td>
+                                            <strong>{f.name}</strong>
+                                        </td>
+                                        <td>{f.description}</td>
+                                        <td>
+                                            <span class=class>{text}</span>
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
     }
 }
 
@@ -88,7 +94,7 @@ fn AccountForm(account: edge_api::Account) -> impl IntoView {
     let contact_email = RwSignal::new(account.contact_email.clone());
     let timezone = RwSignal::new(account.timezone.clone());
     let saved = RwSignal::new(false);
-    let save = Action::new_local(move |u: &AccountUpdate| {
+    let save = act(move |u: &AccountUpdate| {
         let (c, u) = (customer.get_untracked(), u.clone());
         async move { api::put_account(&c, &u).await }
     });
@@ -108,7 +114,7 @@ fn AccountForm(account: edge_api::Account) -> impl IntoView {
         <form class="card panel form" on:submit=submit novalidate>
             <label>
                 "Customer name"
-                <input value=account.name.clone() readonly=true disabled=true />
+                <input name="name" value=account.name.clone() readonly=true disabled=true />
                 <span class="hint">"The account's name cannot change."</span>
             </label>
             <label>
@@ -126,7 +132,7 @@ fn AccountForm(account: edge_api::Account) -> impl IntoView {
                 <input name="timezone" bind:value=timezone prop:disabled=move || !admin() placeholder="UTC or e.g. Europe/Berlin" />
                 <FieldError error field="timezone" />
             </label>
-            <p class="muted small">{format!("Created {}", account.created.replace('T', " ").trim_end_matches('Z'))}</p>
+            <p class="muted small">"Created " <Time iso=account.created.clone() /></p>
             <FormError error fields=&["display_name", "contact_email", "timezone"] />
             <Show when=move || saved.get()>
                 <div class="notice success" role="status">"The account is saved."</div>

@@ -11,12 +11,14 @@ use wasm_bindgen::JsCast;
 use crate::{
     api::{self, ApiError},
     components::{
+        async_view::{AsyncView, act, load},
         dialog::{Confirm, Dialog},
-        errors::{ApiErrorNotice, FormError},
+        errors::FormError,
         pager::Pager,
         progress::TaskProgress,
+        time::datetime,
     },
-    pages::{IndexOrItem, tasks::short_time, use_customer},
+    pages::{IndexOrItem, use_customer},
     session::Auth,
 };
 
@@ -74,7 +76,7 @@ fn ListIndex() -> impl IntoView {
     let deprecated = RwSignal::new(false);
     let creating = RwSignal::new(false);
     let reload = RwSignal::new(0u32);
-    let lists = LocalResource::new(move || {
+    let lists = load(move || {
         let (c, p, t, d) = (customer.get(), page.get(), list_type.get(), deprecated.get());
         reload.track();
         async move { api::list_lists(&c, p, LISTS_PER_PAGE, (!t.is_empty()).then_some(t.as_str()), d).await }
@@ -86,7 +88,7 @@ fn ListIndex() -> impl IntoView {
         <div class="toolbar">
             <label class="inline">
                 "Type "
-                <select on:change=move |e| {
+                <select name="list-type" on:change=move |e| {
                     list_type.set(event_target_value(&e));
                     page.set(1);
                 }>
@@ -112,14 +114,12 @@ fn ListIndex() -> impl IntoView {
                 </button>
             </Show>
         </div>
-        <Transition fallback=|| view! { <p class="muted">"Loading lists…"</p> }>
-            {move || Suspend::new(async move {
-                match lists.await {
-                    Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                    Ok(p) if p.items.is_empty() => {
+        <AsyncView resource=lists loading="Loading lists…" let:answer>
+            {match answer {
+                    p if p.items.is_empty() => {
                         view! { <div class="empty">"No network lists match."</div> }.into_any()
                     }
-                    Ok(p) => {
+                    p => {
                         let shown = p.items.len() as u64;
                         view! {
                             <table class="data lists">
@@ -150,7 +150,7 @@ fn ListIndex() -> impl IntoView {
                                                     </td>
                                                     <td class="muted">{l.description.clone()}</td>
                                                     <td>
-                                                        {short_time(l.modified_timestamp.as_deref().unwrap_or(&l.creation_timestamp))}
+                                                        {datetime(l.modified_timestamp.as_deref().unwrap_or(&l.creation_timestamp))}
                                                     </td>
                                                 </tr>
                                             }
@@ -158,13 +158,12 @@ fn ListIndex() -> impl IntoView {
                                         .collect_view()}
                                 </tbody>
                             </table>
-                            <Pager page count=LISTS_PER_PAGE shown total=p.total has_more=p.has_more />
+                            <Pager page=p.page_index per_page=LISTS_PER_PAGE shown total=p.total on_page=Callback::new(move |n| page.set(n)) />
                         }
                             .into_any()
                     }
-                }
-            })}
-        </Transition>
+            }}
+        </AsyncView>
         {move || {
             creating
                 .get()
@@ -190,7 +189,7 @@ fn NewListDialog(on_done: Callback<NetworkList>, on_close: Callback<()>) -> impl
     let name = RwSignal::new(String::new());
     let description = RwSignal::new(String::new());
     let list_type = RwSignal::new("IP".to_string());
-    let create = Action::new_local(move |l: &NewNetworkList| {
+    let create = act(move |l: &NewNetworkList| {
         let (c, l) = (customer.get_untracked(), l.clone());
         async move { api::create_list(&c, &l).await }
     });
@@ -252,7 +251,7 @@ fn ListDetail(id: String) -> impl IntoView {
     let navigate = use_navigate();
     let reload = RwSignal::new(0u32);
     let list_id = StoredValue::new(id.clone());
-    let list = LocalResource::new(move || {
+    let list = load(move || {
         let c = customer.get();
         reload.track();
         async move { api::get_list(&c, &list_id.get_value()).await }
@@ -260,7 +259,7 @@ fn ListDetail(id: String) -> impl IntoView {
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
     let task = RwSignal::new(None::<Task>);
     let pending = RwSignal::new(None::<Removal>);
-    let act = Action::new_local(move |a: &Removal| {
+    let act = act(move |a: &Removal| {
         let (c, a, id) = (customer.get_untracked(), a.clone(), list_id.get_value());
         async move {
             match a {
@@ -292,14 +291,9 @@ fn ListDetail(id: String) -> impl IntoView {
         <p>
             <button class="link" on:click=back>"← All network lists"</button>
         </p>
-        <Transition fallback=|| view! { <p class="muted">"Loading the list…"</p> }>
-            {move || Suspend::new(async move {
-                match list.await {
-                    Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                    Ok(l) => view! { <ListHeader list=l writable=auth.can_write() reload pending /> }.into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncView resource=list loading="Loading the list…" let:answer>
+            <ListHeader list=answer writable=auth.can_write() reload pending />
+        </AsyncView>
         // Rendered once per list, not on every reload, so that what they show (a report, a page) stays.
         {move || {
             kind.get()
@@ -366,7 +360,7 @@ fn ListHeader(
     let name = RwSignal::new(list.name.clone());
     let description = RwSignal::new(list.description.clone());
     let id = StoredValue::new(list.id.clone());
-    let update = Action::new_local(move |u: &NetworkListUpdate| {
+    let update = act(move |u: &NetworkListUpdate| {
         let (c, u) = (customer.get_untracked(), u.clone());
         async move { api::update_list(&c, &id.get_value(), &u).await }
     });
@@ -394,8 +388,8 @@ fn ListHeader(
             </h2>
             <p class="muted">{if list.description.is_empty() { "No description.".to_string() } else { list.description.clone() }}</p>
             <p class="small muted">
-                {format!("Id {} · created {}", list.id, short_time(&list.creation_timestamp))}
-                {list.modified_timestamp.as_deref().map(|m| format!(" · modified {}", short_time(m)))}
+                {format!("Id {} · created {}", list.id, datetime(&list.creation_timestamp))}
+                {list.modified_timestamp.as_deref().map(|m| format!(" · modified {}", datetime(m)))}
             </p>
             <FormError error fields=&[] />
             <Show when=move || editing.get()>
@@ -443,7 +437,7 @@ fn AddEntries(
     let lt = list_type.clone();
     let check = move || checked.set(Some(check_lines(&lt, &text.get_untracked())));
     let id = StoredValue::new(list_id);
-    let add = Action::new_local(move |values: &Vec<String>| {
+    let add = act(move |values: &Vec<String>| {
         let (c, values) = (customer.get_untracked(), values.clone());
         async move {
             // The API takes at most 5,000 entries a call: send them in calls of that size, add up the counts.
@@ -572,7 +566,7 @@ fn Entries(
     let query = RwSignal::new(String::new());
     let search = RwSignal::new(String::new());
     let id = StoredValue::new(list_id);
-    let entries = LocalResource::new(move || {
+    let entries = load(move || {
         let (c, p, s) = (customer.get(), page.get(), search.get());
         reload.track();
         async move { api::list_entries(&c, &id.get_value(), p, ENTRIES_PER_PAGE, &s).await }
@@ -589,12 +583,10 @@ fn Entries(
                 <input type="search" placeholder="Search entries" aria-label="Search entries" bind:value=query />
                 <button type="submit">"Search"</button>
             </form>
-            <Transition fallback=|| view! { <p class="muted">"Loading entries…"</p> }>
-                {move || Suspend::new(async move {
-                    match entries.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(p) if p.items.is_empty() => view! { <div class="empty">"No entries."</div> }.into_any(),
-                        Ok(p) => {
+            <AsyncView resource=entries loading="Loading entries…" let:answer>
+                {match answer {
+                        p if p.items.is_empty() => view! { <div class="empty">"No entries."</div> }.into_any(),
+                        p => {
                             let shown = p.items.len() as u64;
                             view! {
                                 <table class="data entries">
@@ -618,7 +610,7 @@ fn Entries(
                                                             <code>{e.entry.clone()}</code>
                                                         </td>
                                                         <td>{e.added_by.clone()}</td>
-                                                        <td>{short_time(&e.creation_timestamp)}</td>
+                                                        <td>{datetime(&e.creation_timestamp)}</td>
                                                         {writable
                                                             .then(|| {
                                                                 view! {
@@ -635,13 +627,12 @@ fn Entries(
                                             .collect_view()}
                                     </tbody>
                                 </table>
-                                <Pager page count=ENTRIES_PER_PAGE shown total=p.total has_more=p.has_more />
+                                <Pager page=p.page_index per_page=ENTRIES_PER_PAGE shown total=p.total on_page=Callback::new(move |n| page.set(n)) />
                             }
                                 .into_any()
                         }
-                    }
-                })}
-            </Transition>
+                }}
+            </AsyncView>
         </div>
     }
 }

@@ -8,6 +8,7 @@ use leptos_router::{
 
 use crate::{
     api::{self, ApiError},
+    components::async_view::act,
     session::{Auth, LoggedIn, remembered_login},
 };
 
@@ -38,7 +39,7 @@ pub fn LoginPage() -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
     let expired = query.read_untracked().get("reason").as_deref() == Some("expired");
 
-    let login = Action::new_local(move |a: &Attempt| {
+    let login = act(move |a: &Attempt| {
         let a = a.clone();
         async move {
             let session = api::create_session(&a.customer, &a.username, &a.password, a.otp.as_deref()).await?;
@@ -54,7 +55,9 @@ pub fn LoginPage() -> impl IntoView {
                 .filter(|n| n.starts_with(&format!("/{}/", logged_in.customer)))
                 .unwrap_or_else(|| format!("/{}/stats", logged_in.customer));
             auth.set(logged_in);
-            navigate(&next, NavigateOptions { replace: true, ..Default::default() });
+            if !crate::signin::open_console(&next) {
+                navigate(&next, NavigateOptions { replace: true, ..Default::default() });
+            }
         }
         Some(Err(e)) if e.kind() == "otp_required" => {
             need_otp.set(true);
@@ -63,6 +66,8 @@ pub fn LoginPage() -> impl IntoView {
         Some(Err(e)) => problem.set(Some(e.body.message.clone())),
         None => {}
     });
+
+    Effect::new(|_| crate::mark("edge:login-form"));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();

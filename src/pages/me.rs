@@ -6,7 +6,7 @@ use qrcode::{QrCode, render::svg};
 
 use crate::{
     api::{self, ApiError, Confirm},
-    components::errors::FormError,
+    components::{async_view::act, errors::FormError},
     pages::use_customer,
     session::Auth,
 };
@@ -71,7 +71,7 @@ fn ChangePassword(me: User) -> impl IntoView {
     let needs_code = me.otp_enabled;
     let username = me.username.clone();
     let id = me.id.clone();
-    let change = Action::new_local(move |(current, new): &(String, String)| {
+    let change = act(move |(current, new): &(String, String)| {
         let otp = needs_code.then(|| code.get_untracked().trim().to_string());
         let confirm = Confirm { username: username.clone(), password: current.clone(), otp };
         let (customer, id, new) = (customer.get_untracked(), id.clone(), new.clone());
@@ -203,7 +203,7 @@ fn TwoFactor(me: User) -> impl IntoView {
     let problem = RwSignal::new(None::<String>);
 
     let (id, username) = (me.id.clone(), me.username.clone());
-    let start = Action::new_local(move |password: &String| {
+    let start = act(move |password: &String| {
         let confirm = Confirm { username: username.clone(), password: password.clone(), otp: None };
         let (customer, id) = (customer.get_untracked(), id.clone());
         async move { api::create_otp_seed(&customer, &id, &confirm).await.map(|seed| (seed, confirm)) }
@@ -215,7 +215,7 @@ fn TwoFactor(me: User) -> impl IntoView {
         }
     });
     let id = me.id.clone();
-    let pair = Action::new_local(move |(confirm, pairing): &(Confirm, OtpPairing)| {
+    let pair = act(move |(confirm, pairing): &(Confirm, OtpPairing)| {
         let (customer, id, confirm, pairing) = (customer.get_untracked(), id.clone(), confirm.clone(), pairing.clone());
         async move {
             api::pair_otp(&customer, &id, &confirm, &pairing).await?;

@@ -28,6 +28,25 @@ pub use stats::Statistics;
 pub use tasks::Tasks;
 pub use users::Users;
 
+/// The view of `/:customer/:page`, one route for every page (one route's machinery instead of one per page).
+#[component]
+pub fn Page() -> impl IntoView {
+    let params = use_params_map();
+    let page = Memo::new(move |_| params.read().get("page").unwrap_or_default());
+    move || match page.get().as_str() {
+        "stats" => view! { <Statistics /> }.into_any(),
+        "security" => view! { <Security /> }.into_any(),
+        "users" => view! { <Users /> }.into_any(),
+        "me" => view! { <MyAccount /> }.into_any(),
+        "properties" => view! { <Properties /> }.into_any(),
+        "purge" => view! { <Purge /> }.into_any(),
+        "lists" => view! { <NetworkLists /> }.into_any(),
+        "tasks" => view! { <Tasks /> }.into_any(),
+        "account" => view! { <Account /> }.into_any(),
+        _ => view! { <NotFound /> }.into_any(),
+    }
+}
+
 /// The customer of the current route (`/:customer/...`).
 pub fn use_customer() -> Memo<String> {
     let params = use_params_map();

@@ -7,10 +7,12 @@ use leptos::{ev, prelude::*, task::spawn_local};
 use crate::{
     api,
     components::{
-        errors::{ApiErrorNotice, FormError},
+        async_view::{AsyncView, act, load},
+        errors::FormError,
         progress::{ProgressBar, poll},
+        time::datetime_ms,
     },
-    pages::{tasks::short_time, use_customer},
+    pages::use_customer,
     session::Auth,
 };
 
@@ -38,19 +40,11 @@ pub fn check_purge_lines(text: &str, mode: &str, modifier: &str, patterns: &[Str
         .collect()
 }
 
-fn millis_label(ms: i64) -> String {
-    js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(ms as f64))
-        .to_iso_string()
-        .as_string()
-        .map(|s| short_time(&s))
-        .unwrap_or_default()
-}
-
 #[component]
 pub fn Purge() -> impl IntoView {
     let customer = use_customer();
     let auth = Auth::get();
-    let patterns = LocalResource::new(move || {
+    let patterns = load(move || {
         let c = customer.get();
         async move {
             api::list_properties(&c)
@@ -59,7 +53,7 @@ pub fn Purge() -> impl IntoView {
         }
     });
     let history_reload = RwSignal::new(0u32);
-    let history = LocalResource::new(move || {
+    let history = load(move || {
         let c = customer.get();
         history_reload.track();
         async move { api::recent_purges(&c).await }
@@ -101,14 +95,9 @@ pub fn Purge() -> impl IntoView {
                 when=move || auth.me().is_none() || auth.can_write()
                 fallback=|| view! { <div class="notice info">"Viewers see purge status but cannot purge."</div> }
             >
-                <Transition fallback=|| view! { <p class="muted">"Loading host patterns…"</p> }>
-                    {move || Suspend::new(async move {
-                        match patterns.await {
-                            Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                            Ok(p) => view! { <PurgeForm patterns=p running history_reload /> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <AsyncView resource=patterns loading="Loading host patterns…" let:answer>
+                    <PurgeForm patterns=answer running history_reload />
+                </AsyncView>
             </Show>
             {move || {
                 let list = running.get();
@@ -138,15 +127,12 @@ pub fn Purge() -> impl IntoView {
                     })
             }}
             <h2>"Recent purges"</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match history.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(list) if list.is_empty() => view! { <div class="empty">"No purges yet."</div> }.into_any(),
-                        Ok(list) => view! { <History list /> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <AsyncView resource=history let:answer>
+                {match answer {
+                        list if list.is_empty() => view! { <div class="empty">"No purges yet."</div> }.into_any(),
+                        list => view! { <History list /> }.into_any(),
+                }}
+            </AsyncView>
         </section>
     }
 }
@@ -179,7 +165,7 @@ fn History(list: Vec<TransactionSummary>) -> impl IntoView {
                                     {(more > 0).then(|| view! { <div class="muted small">{format!("and {more} more")}</div> })}
                                 </td>
                                 <td>{t.user.clone()}</td>
-                                <td>{millis_label(t.begin_ts)}</td>
+                                <td>{datetime_ms(t.begin_ts)}</td>
                                 <td>
                                     {if t.transaction_status == "PENDING" {
                                         view! {
@@ -214,7 +200,7 @@ fn PurgeForm(
     let modifier = RwSignal::new(String::new());
     let patterns = StoredValue::new(patterns);
     let lines = Memo::new(move |_| check_purge_lines(&text.get(), &mode.get(), &modifier.get(), &patterns.get_value()));
-    let submit = Action::new_local(move |r: &PurgeRequest| {
+    let submit = act(move |r: &PurgeRequest| {
         let (c, r) = (customer.get_untracked(), r.clone());
         async move { api::purge(&c, &r).await }
     });

@@ -4,7 +4,10 @@ use edge_api::PASSWORD_MIN_LENGTH as MIN;
 use leptos::{ev, prelude::*};
 use leptos_router::{components::A, hooks::use_query_map};
 
-use crate::{api, components::errors::FormError};
+use crate::{
+    api,
+    components::{async_view::act, errors::FormError},
+};
 
 #[component]
 pub fn ResetPasswordPage() -> impl IntoView {
@@ -15,7 +18,7 @@ pub fn ResetPasswordPage() -> impl IntoView {
     let again = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
     let c = customer.clone();
-    let set = Action::new_local(move |password: &String| {
+    let set = act(move |password: &String| {
         let (customer, token, password) = (c.clone(), token.clone(), password.clone());
         async move { api::complete_password_reset(&customer, &token, &password).await }
     });

@@ -3,20 +3,22 @@
 
 use edge_api::stats::{EVENT_DIMENSIONS, Granularity, SHAPING_CATEGORIES, StatsResponse, WAF_CATEGORIES, format_time};
 use leptos::{ev, prelude::*};
+
 use leptos_router::{
     NavigateOptions,
     hooks::{use_navigate, use_query_map},
 };
 
 use crate::{
-    api,
+    api::{self, Column},
     components::{
-        chart::{bar_chart, colour_hex, short_number, time_chart},
-        errors::ApiErrorNotice,
+        async_view::{AsyncView, load},
+        chart::{BarChart, TimeChart, short_number},
+        pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
     },
     pages::{
-        stats::{series_of, value_text},
+        stats::{bars, series_of},
         use_customer,
     },
 };
@@ -83,7 +85,7 @@ pub fn Security() -> impl IntoView {
     let page = Memo::new(move |_| get("page").and_then(|p| p.parse::<u64>().ok()).unwrap_or(0));
 
     let trend = move |path: &'static str, dim: &'static str| {
-        LocalResource::new(move || {
+        load(move || {
             let (c, r) = (customer.get(), range.get());
             async move {
                 match r {
@@ -97,7 +99,7 @@ pub fn Security() -> impl IntoView {
     let waf = trend("/stats/security/waf/trends/data", "waf_action");
     let shaping = trend("/stats/security/trafficshaping/trends/data", "event_action");
     let topk = move |family: &'static str, category: Memo<String>| {
-        LocalResource::new(move || {
+        load(move || {
             let (c, r, cat) = (customer.get(), range.get(), category.get());
             async move {
                 let Some(r) = r else { return Ok(None) };
@@ -109,7 +111,7 @@ pub fn Security() -> impl IntoView {
     };
     let waf_top = topk("waf", waf_category);
     let ts_top = topk("trafficshaping", ts_category);
-    let events = LocalResource::new(move || {
+    let events = load(move || {
         let (c, r, f, p) = (customer.get(), range.get(), filters.get(), page.get());
         async move {
             let Some(r) = r else { return Ok(None) };
@@ -152,7 +154,7 @@ pub fn Security() -> impl IntoView {
                             {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
                         </select>
                     </div>
-                    <TopBars data=waf_top id="waf-top" />
+                    <TopBars data=waf_top id="waf-top" label=Signal::derive(move || format!("Top WAF by {}", waf_category.get())) />
                 </div>
                 <div class="card panel">
                     <div class="toolbar">
@@ -162,7 +164,7 @@ pub fn Security() -> impl IntoView {
                             {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
                         </select>
                     </div>
-                    <TopBars data=ts_top id="ts-top" />
+                    <TopBars data=ts_top id="ts-top" label=Signal::derive(move || format!("Top traffic shaping by {}", ts_category.get())) />
                 </div>
             </div>
             <div class="card panel wide" id="events">
@@ -177,42 +179,44 @@ pub fn Security() -> impl IntoView {
                     <button type="submit">"Filter"</button>
                 </form>
                 <p class="hint">{format!("Filter on: {}. Join with ; (all) or , (any).", EVENT_DIMENSIONS[1..].join(", "))}</p>
-                <Transition fallback=|| view! { <p class="muted">"Loading events…"</p> }>
-                    {move || Suspend::new(async move {
-                        match events.await {
-                            Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                            Ok(None) => ().into_any(),
-                            Ok(Some(r)) if r.rows.is_empty() => view! { <div class="empty">"No events match."</div> }.into_any(),
-                            Ok(Some(r)) => {
-                                let p = page.get_untracked();
-                                let has_more = (p + 1) * EVENTS_PER_PAGE < r.total_results;
-                                let first = p * EVENTS_PER_PAGE + 1;
-                                let last = p * EVENTS_PER_PAGE + r.rows.len() as u64;
-                                view! {
-                                    <div class="table-scroll">
-                                        <table class="data events">
-                                            <thead>
-                                                <tr>{r.columns.iter().map(|c| view! { <th>{c.name.replace('_', " ")}</th> }).collect_view()}</tr>
-                                            </thead>
-                                            <tbody>
-                                                {r.rows
-                                                    .iter()
-                                                    .map(|row| view! { <tr>{row.iter().map(|v| view! { <td>{value_text(v)}</td> }).collect_view()}</tr> })
-                                                    .collect_view()}
-                                            </tbody>
-                                        </table>
-                                    </div>
-                                    <div class="pager">
-                                        <span class="muted">{format!("{first}–{last} of {}", r.total_results)}</span>
-                                        <button disabled=p == 0 on:click=move |_| set_param.run(vec![("page", p.saturating_sub(1).to_string())])>"Previous"</button>
-                                        <button disabled=!has_more on:click=move |_| set_param.run(vec![("page", (p + 1).to_string())])>"Next"</button>
-                                    </div>
-                                }
-                                    .into_any()
+                <AsyncView resource=events loading="Loading events…" let:answer>
+                    {match answer {
+                        None => ().into_any(),
+                        Some(r) if r.rows.is_empty() => view! { <div class="empty">"No events match."</div> }.into_any(),
+                        Some(r) => {
+                            let columns: Vec<(String, Column)> =
+                                EVENT_COLUMNS.iter().map(|c| (c.replace('_', " "), Column::of(&r, c))).collect();
+                            let head = columns.iter().map(|(name, _)| view! { <th scope="col">{name.clone()}</th> }).collect_view();
+                            let rows = r
+                                .rows
+                                .iter()
+                                .map(|row| {
+                                    let cells = columns.iter().map(|(_, c)| view! { <td>{c.text(row)}</td> }).collect_view();
+                                    view! { <tr>{cells}</tr> }
+                                })
+                                .collect_view();
+                            let p = page.get_untracked();
+                            view! {
+                                <div class="table-scroll">
+                                    <table class="data events">
+                                        <thead>
+                                            <tr>{head}</tr>
+                                        </thead>
+                                        <tbody>{rows}</tbody>
+                                    </table>
+                                </div>
+                                <Pager
+                                    page=p + 1
+                                    per_page=EVENTS_PER_PAGE
+                                    shown=r.rows.len() as u64
+                                    total=r.total_results
+                                    on_page=Callback::new(move |n: u64| set_param.run(vec![("page", n.saturating_sub(1).to_string())]))
+                                />
                             }
+                                .into_any()
                         }
-                    })}
-                </Transition>
+                    }}
+                </AsyncView>
             </div>
         </section>
     }
@@ -222,59 +226,43 @@ pub fn Security() -> impl IntoView {
 fn TrendCard(
     title: &'static str,
     id: &'static str,
-    data: LocalResource<Result<Option<StatsResponse>, api::ApiError>>,
+    data: LocalResource<api::ApiResult<Option<StatsResponse>>>,
     range: Memo<Option<Range>>,
 ) -> impl IntoView {
     view! {
         <div class="card panel" id=id>
             <h2>{title}</h2>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match (data.await, range.get_untracked()) {
-                        (Err(error), _) => view! { <ApiErrorNotice error /> }.into_any(),
-                        (Ok(Some(r)), Some(range)) => {
-                            let series = series_of(&r, "hits");
-                            let total: f64 = series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v)).sum();
-                            view! {
-                                <div class="chart" inner_html=time_chart(&series, range.start, range.end, true, 560, 220)></div>
-                                <ul class="legend">
-                                    {series
-                                        .iter()
-                                        .enumerate()
-                                        .map(|(i, s)| view! { <li><span class="swatch" style:background=colour_hex(i)></span>{s.name.clone()}</li> })
-                                        .collect_view()}
-                                    <li class="muted">{format!("total {}", short_number(total))}</li>
-                                </ul>
-                            }
-                                .into_any()
+            <AsyncView resource=data let:answer>
+                {match (answer, range.get_untracked()) {
+                    (Some(r), Some(range)) => {
+                        let series = series_of(&r, "hits");
+                        let total: f64 = series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v)).sum();
+                        view! {
+                            <TimeChart label=title.to_string() series start=range.start end=range.end stacked=true width=560 height=220 />
+                            <p class="muted small">{format!("Total {}", short_number(total))}</p>
                         }
-                        _ => ().into_any(),
+                            .into_any()
                     }
-                })}
-            </Transition>
+                    _ => ().into_any(),
+                }}
+            </AsyncView>
         </div>
     }
 }
 
 #[component]
-fn TopBars(data: LocalResource<Result<Option<StatsResponse>, api::ApiError>>, id: &'static str) -> impl IntoView {
+fn TopBars(
+    data: LocalResource<api::ApiResult<Option<StatsResponse>>>,
+    id: &'static str,
+    #[prop(into)] label: Signal<String>,
+) -> impl IntoView {
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                    Ok(Some(r)) if r.rows.is_empty() => view! { <div class="empty">"Nothing in this range."</div> }.into_any(),
-                    Ok(Some(r)) => {
-                        let bars: Vec<(String, f64)> = r
-                            .rows
-                            .iter()
-                            .map(|row| (value_text(&row[0]), row.last().and_then(|v| v.as_f64()).unwrap_or(0.0)))
-                            .collect();
-                        view! { <div class="chart" id=id inner_html=bar_chart(&bars, 560, 24)></div> }.into_any()
-                    }
-                    Ok(None) => ().into_any(),
-                }
-            })}
-        </Transition>
+        <AsyncView resource=data let:answer>
+            {match answer {
+                Some(r) if r.rows.is_empty() => view! { <div class="empty">"Nothing in this range."</div> }.into_any(),
+                Some(r) => view! { <BarChart label=label.get_untracked() bars=bars(&r, 10) id /> }.into_any(),
+                None => ().into_any(),
+            }}
+        </AsyncView>
     }
 }

@@ -5,7 +5,12 @@ use leptos::prelude::*;
 
 use crate::{
     api,
-    components::{errors::ApiErrorNotice, pager::Pager, progress::poll},
+    components::{
+        async_view::{AsyncView, load},
+        pager::Pager,
+        progress::poll,
+        time::Time,
+    },
     pages::use_customer,
 };
 
@@ -21,18 +26,13 @@ pub fn operation_label(op: &str) -> &str {
     OPERATIONS.iter().find(|(id, _)| *id == op).map(|(_, l)| *l).unwrap_or(op)
 }
 
-/// A time as the API writes it, shortened for a table: `2026-11-22 10:00:01`.
-pub fn short_time(iso: &str) -> String {
-    iso.get(..19).map(|s| s.replace('T', " ")).unwrap_or_else(|| iso.to_string())
-}
-
 #[component]
 pub fn Tasks() -> impl IntoView {
     let customer = use_customer();
     let page = RwSignal::new(1u64);
     let status = RwSignal::new(String::new());
     let operation = RwSignal::new(String::new());
-    let tasks = LocalResource::new(move || {
+    let tasks = load(move || {
         let (customer, page, status, operation) = (customer.get(), page.get(), status.get(), operation.get());
         async move {
             let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
@@ -52,7 +52,7 @@ pub fn Tasks() -> impl IntoView {
             <div class="toolbar">
                 <label class="inline">
                     "Status "
-                    <select on:change=move |e| {
+                    <select name="status" on:change=move |e| {
                         status.set(event_target_value(&e));
                         page.set(1);
                     }>
@@ -62,7 +62,7 @@ pub fn Tasks() -> impl IntoView {
                 </label>
                 <label class="inline">
                     "Operation "
-                    <select on:change=move |e| {
+                    <select name="operation" on:change=move |e| {
                         operation.set(event_target_value(&e));
                         page.set(1);
                     }>
@@ -71,36 +71,36 @@ pub fn Tasks() -> impl IntoView {
                     </select>
                 </label>
             </div>
-            <Transition fallback=|| view! { <p class="muted">"Loading tasks…"</p> }>
-                {move || Suspend::new(async move {
-                    match tasks.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(list) if list.items.is_empty() => {
-                            view! { <div class="empty">"No tasks match."</div> }.into_any()
-                        }
-                        Ok(list) => {
-                            let shown = list.items.len() as u64;
-                            view! {
-                                <table class="data tasks">
-                                    <thead>
-                                        <tr>
-                                            <th>"Operation"</th>
-                                            <th>"Target"</th>
-                                            <th>"Status"</th>
-                                            <th>"Progress"</th>
-                                            <th>"Started"</th>
-                                            <th>"Ended"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>{list.items.into_iter().map(task_row).collect_view()}</tbody>
-                                </table>
-                                <Pager page count=PAGE_SIZE shown total=list.total has_more=list.has_more />
-                            }
-                                .into_any()
-                        }
+            <AsyncView resource=tasks loading="Loading tasks…" let:list>
+                {if list.items.is_empty() {
+                    view! { <div class="empty">"No tasks match."</div> }.into_any()
+                } else {
+                    let shown = list.items.len() as u64;
+                    view! {
+                        <table class="data tasks">
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Operation"</th>
+                                    <th scope="col">"Target"</th>
+                                    <th scope="col">"Status"</th>
+                                    <th scope="col">"Progress"</th>
+                                    <th scope="col">"Started"</th>
+                                    <th scope="col">"Ended"</th>
+                                </tr>
+                            </thead>
+                            <tbody>{list.items.into_iter().map(task_row).collect_view()}</tbody>
+                        </table>
+                        <Pager
+                            page=list.page_index
+                            per_page=PAGE_SIZE
+                            shown
+                            total=list.total
+                            on_page=Callback::new(move |p| page.set(p))
+                        />
                     }
-                })}
-            </Transition>
+                        .into_any()
+                }}
+            </AsyncView>
         </section>
     }
 }
@@ -123,12 +123,27 @@ fn task_row(t: Task) -> impl IntoView {
                 {error.map(|e| view! { <div class="small field-error">{e}</div> })}
             </td>
             <td>
-                <div class="mini-bar" title=format!("{}%", t.progress)>
+                <div
+                    class="mini-bar"
+                    role="progressbar"
+                    aria-label="Progress"
+                    aria-valuemin="0"
+                    aria-valuemax="100"
+                    aria-valuenow=t.progress.to_string()
+                    title=format!("{}%", t.progress)
+                >
                     <div class="fill" style:width=format!("{}%", t.progress)></div>
                 </div>
             </td>
-            <td>{short_time(&t.begin_time)}</td>
-            <td>{t.end_time.as_deref().map(short_time).unwrap_or_else(|| "—".into())}</td>
+            <td>
+                <Time iso=t.begin_time.clone() />
+            </td>
+            <td>
+                {match t.end_time.clone() {
+                    Some(end) => view! { <Time iso=end /> }.into_any(),
+                    None => "—".into_any(),
+                }}
+            </td>
         </tr>
     }
 }

@@ -7,8 +7,10 @@ use leptos::{ev, prelude::*};
 use crate::{
     api::{self, ApiError},
     components::{
+        async_view::{AsyncView, act, load},
         dialog::{Confirm, Dialog},
-        errors::{ApiErrorNotice, FieldError, FormError},
+        errors::{FieldError, FormError},
+        pager::Pager,
     },
     pages::use_customer,
     session::Auth,
@@ -95,7 +97,7 @@ fn UserAdmin(me: User) -> impl IntoView {
     let query = RwSignal::new(String::new());
     let search = RwSignal::new(String::new());
     let reload = RwSignal::new(0u32);
-    let users = LocalResource::new(move || {
+    let users = load(move || {
         let (customer, page, search) = (customer.get(), page.get(), search.get());
         reload.track();
         async move { api::list_users(&customer, page, PAGE_SIZE, &search).await }
@@ -104,7 +106,7 @@ fn UserAdmin(me: User) -> impl IntoView {
     let pending = RwSignal::new(None::<Pending>);
     let notice = RwSignal::new(None::<String>);
 
-    let act = Action::new_local(move |p: &Pending| {
+    let act = act(move |p: &Pending| {
         let (customer, p) = (customer.get_untracked(), p.clone());
         async move {
             match &p {
@@ -134,7 +136,7 @@ fn UserAdmin(me: User) -> impl IntoView {
         page.set(1);
         search.set(query.get_untracked());
     };
-    let me_id = me.id.clone();
+    let me_id = StoredValue::new(me.id.clone());
 
     view! {
         <div class="toolbar">
@@ -161,63 +163,47 @@ fn UserAdmin(me: User) -> impl IntoView {
             </button>
         </div>
         {move || notice.get().map(|n| view! { <div class="notice success" role="status">{n}</div> })}
-        <Transition fallback=|| view! { <p class="muted">"Loading users…"</p> }>
-            {move || {
-                let me_id = me_id.clone();
-                Suspend::new(async move {
-                    match users.await {
-                        Err(error) => view! { <ApiErrorNotice error /> }.into_any(),
-                        Ok(list) if list.items.is_empty() => {
-                            view! {
-                                <div class="empty">
-                                    {if search.get_untracked().is_empty() {
-                                        "No users yet.".to_string()
-                                    } else {
-                                        format!("No user matches “{}”.", search.get_untracked())
-                                    }}
-                                </div>
-                            }
-                                .into_any()
-                        }
-                        Ok(list) => {
-                            let first = (list.page_index - 1) * PAGE_SIZE + 1;
-                            let last = first + list.items.len() as u64 - 1;
-                            let rows = list
-                                .items
-                                .into_iter()
-                                .map(|user| view! { <UserRow user me_id=me_id.clone() editing pending notice /> })
-                                .collect_view();
-                            view! {
-                                <table class="data users">
-                                    <thead>
-                                        <tr>
-                                            <th>"Username"</th>
-                                            <th>"Name"</th>
-                                            <th>"E-mail"</th>
-                                            <th>"Role"</th>
-                                            <th>"Status"</th>
-                                            <th>"Two-factor"</th>
-                                            <th class="actions">"Actions"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>{rows}</tbody>
-                                </table>
-                                <div class="pager">
-                                    <span class="muted">{format!("{first}–{last} of {}", list.total)}</span>
-                                    <button disabled=move || page.get() <= 1 on:click=move |_| page.update(|p| *p -= 1)>
-                                        "Previous"
-                                    </button>
-                                    <button disabled=!list.has_more on:click=move |_| page.update(|p| *p += 1)>
-                                        "Next"
-                                    </button>
-                                </div>
-                            }
-                                .into_any()
-                        }
-                    }
-                })
+        <AsyncView resource=users loading="Loading users…" let:list>
+            {if list.items.is_empty() {
+                let text = if search.get_untracked().is_empty() {
+                    "No users yet.".to_string()
+                } else {
+                    format!("No user matches “{}”.", search.get_untracked())
+                };
+                view! { <div class="empty">{text}</div> }.into_any()
+            } else {
+                let shown = list.items.len() as u64;
+                let rows = list
+                    .items
+                    .into_iter()
+                    .map(|user| view! { <UserRow user me_id=me_id.get_value() editing pending notice /> })
+                    .collect_view();
+                view! {
+                    <table class="data users">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Username"</th>
+                                <th scope="col">"Name"</th>
+                                <th scope="col">"E-mail"</th>
+                                <th scope="col">"Role"</th>
+                                <th scope="col">"Status"</th>
+                                <th scope="col">"Two-factor"</th>
+                                <th scope="col" class="actions">"Actions"</th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                    <Pager
+                        page=list.page_index
+                        per_page=PAGE_SIZE
+                        shown
+                        total=list.total
+                        on_page=Callback::new(move |p| page.set(p))
+                    />
+                }
+                    .into_any()
             }}
-        </Transition>
+        </AsyncView>
         {move || {
             editing
                 .get()
@@ -359,7 +345,7 @@ fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) ->
     let id = existing.as_ref().map(|u| u.id.clone());
     let is_new = id.is_none();
 
-    let save = Action::new_local(move |input: &UserInput| {
+    let save = act(move |input: &UserInput| {
         let (customer, input, id) = (customer.get_untracked(), input.clone(), id.clone());
         async move {
             match id {

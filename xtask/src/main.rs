@@ -17,6 +17,10 @@ const USAGE: &str = "usage:
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
   cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
+  cargo xtask perf-console           load times of the console in headless Chromium through the real server:
+                                     login form and login to first chart, on loopback and an emulated
+                                     10 Mbit/s, 40 ms link (cold cache, medians)
+  cargo xtask screenshots            the end-to-end tests, saving screenshots of the views into docs/screenshots/
   cargo xtask size [--no-build]      raw, gzip and brotli size of every file of the console, of its first view
                                      and of the whole; fails over the budget (350 KB and 600 KB brotli)
   cargo xtask bench stats [--ingest N]
@@ -40,6 +44,8 @@ fn main() -> ExitCode {
         Some("bench") if args.get(1).map(String::as_str) == Some("config") => bench_config(&args[2..]),
         Some("load") => load(&args[1..]),
         Some("size") => size_command(&args[1..]),
+        Some("perf-console") => perf_console(),
+        Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
@@ -91,6 +97,18 @@ fn describe(cmd: &Command) -> String {
 fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
     run(cargo().args(["fetch", "--locked"]))?;
     run(tools.command("trunk").current_dir(root()).args(["build", "--release", "--offline", "--locked"]))?;
+    // The first view (login, password reset) as its own small app beside the console: see src/signin.rs.
+    run(tools.command("trunk").current_dir(root()).args([
+        "build",
+        "--release",
+        "--offline",
+        "--locked",
+        "--dist",
+        "dist/signin",
+        "--public-url",
+        "/signin/",
+        "signin.html",
+    ]))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -101,6 +119,63 @@ fn size_command(args: &[String]) -> Result<ExitCode> {
     }
     size::report(&root().join("dist"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo xtask perf-console`: builds the console and measures its load times (tests/e2e/src/bin/perf_console.rs).
+fn perf_console() -> Result<ExitCode> {
+    let tools = tools::Tools::ensure(true)?;
+    build_console(&tools)?;
+    run(tools
+        .apply(&mut cargo())
+        .args(["run", "--release", "--locked", "-p", "edge-e2e", "--bin", "perf-console"])
+        .env("EDGE_E2E_DIST", root().join("dist"))
+        .env("CHROMEDRIVER", &tools.chromedriver)
+        .env("CHROMIUM", &tools.chromium))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The views whose screenshots the README shows.
+const MAIN_VIEWS: [&str; 12] = [
+    "login",
+    "statistics",
+    "security",
+    "property-editor",
+    "property-history",
+    "merge-screen",
+    "purge-done",
+    "list-report",
+    "tasks",
+    "users",
+    "two-factor-pairing",
+    "account",
+];
+
+/// `cargo xtask screenshots`: the end-to-end tests with their screenshot mode on, into docs/screenshots.
+fn screenshots() -> Result<ExitCode> {
+    let tools = tools::Tools::ensure(true)?;
+    build_console(&tools)?;
+    let all = root().join("target/screenshots");
+    run(e2e_command(&tools).env("EDGE_E2E_SCREENSHOTS", &all))?;
+    let docs = root().join("docs/screenshots");
+    std::fs::create_dir_all(&docs)?;
+    for view in MAIN_VIEWS {
+        let name = format!("{view}.png");
+        std::fs::copy(all.join(&name), docs.join(&name)).with_context(|| format!("copying {name}"))?;
+    }
+    eprintln!("xtask: screenshots of the main views in {} (all in {})", docs.display(), all.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The end-to-end tests against the built console.
+fn e2e_command(tools: &tools::Tools) -> Command {
+    let mut cmd = cargo();
+    tools
+        .apply(&mut cmd)
+        .args(["test", "--locked", "-p", "edge-e2e", "--", "--test-threads", "1"])
+        .env("EDGE_E2E_DIST", root().join("dist"))
+        .env("CHROMEDRIVER", &tools.chromedriver)
+        .env("CHROMIUM", &tools.chromium);
+    cmd
 }
 
 /// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
@@ -278,13 +353,8 @@ fn test() -> Result<ExitCode> {
         steps.push(Step { name: "console build (trunk --release)", ok: false, summary: vec![format!("{e:#}")] });
     } else {
         steps.push(test_step(
-            "end-to-end tests (real server, real console, headless Chromium)",
-            tools
-                .apply(&mut cargo())
-                .args(["test", "--locked", "-p", "edge-e2e", "--", "--test-threads", "1"])
-                .env("EDGE_E2E_DIST", root().join("dist"))
-                .env("CHROMEDRIVER", &tools.chromedriver)
-                .env("CHROMIUM", &tools.chromium),
+            "end-to-end tests (real server, real console, headless Chromium, axe-core, size budget)",
+            &mut e2e_command(&tools),
         ));
     }
 

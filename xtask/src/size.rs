@@ -89,10 +89,17 @@ pub struct Sizes {
     pub first_view: bool,
 }
 
-/// The sizes of every file of `dist`. The first view is index.html and every file whose name it holds: the
-/// loader script in it names the JS and the wasm, its links the CSS.
+/// The document of the first view: the sign-in app's when the build has one, else the console's.
+pub fn first_view_document(dist: &Path) -> PathBuf {
+    let signin = dist.join("signin/index.html");
+    if signin.is_file() { signin } else { dist.join("index.html") }
+}
+
+/// The sizes of every file of `dist`. The first view is the sign-in app's index.html and every file it names
+/// (the loader script in it names the JS and the wasm, its links the CSS).
 pub fn measure(dist: &Path) -> Result<Vec<Sizes>> {
-    let index = std::fs::read_to_string(dist.join("index.html")).context("reading index.html of the build")?;
+    let document = first_view_document(dist);
+    let index = std::fs::read_to_string(&document).context("reading the first view's index.html")?;
     let mut out = Vec::new();
     for path in files(dist)? {
         let data = std::fs::read(&path)?;
@@ -103,7 +110,7 @@ pub fn measure(dist: &Path) -> Result<Vec<Sizes>> {
         } else {
             (data.len() as u64, data.len() as u64)
         };
-        let first_view = name == "index.html" || index.contains(&name);
+        let first_view = path == document || index.contains(&format!("/{name}"));
         out.push(Sizes { name, raw: data.len() as u64, gzip, brotli, first_view });
     }
     Ok(out)

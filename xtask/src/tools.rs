@@ -16,6 +16,8 @@ use crate::{root, run};
 const TRUNK_VERSION: &str = "0.21.14";
 /// binaryen 132 (npm): Debian's binaryen 108 produces wasm that breaks in the browser.
 const BINARYEN_VERSION: &str = "132.0.0";
+/// axe-core (npm), the accessibility audit the end-to-end tests run in every view.
+pub const AXE_VERSION: &str = "4.14.1";
 
 pub struct Tools {
     /// Folders put in front of PATH for every tool run: cargo's bin dir and binaryen's.
@@ -40,6 +42,7 @@ impl Tools {
         tools.ensure_wasm_opt()?;
         if for_tests {
             tools.ensure_chromium()?;
+            tools.ensure_npm_package("axe-core", AXE_VERSION)?;
         }
         Ok(tools)
     }
@@ -114,6 +117,21 @@ impl Tools {
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
             .arg(format!("binaryen@{BINARYEN_VERSION}")))
+    }
+
+    /// Installs `package@version` from npm under target/tools unless that version is there.
+    fn ensure_npm_package(&self, package: &str, version: &str) -> Result<()> {
+        let manifest = root().join("target/tools/node_modules").join(package).join("package.json");
+        let installed = std::fs::read_to_string(&manifest).unwrap_or_default();
+        if installed.contains(&format!("\"version\": \"{version}\"")) {
+            return Ok(());
+        }
+        let prefix = root().join("target/tools");
+        std::fs::create_dir_all(&prefix)?;
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(format!("{package}@{version}")))
     }
 
     fn ensure_chromium(&self) -> Result<()> {

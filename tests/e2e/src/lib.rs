@@ -5,11 +5,19 @@ use std::{
     net::{SocketAddr, TcpListener, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicI64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result, bail};
-use edge_server::{AppState, Server, Settings, demo};
+use edge_server::{
+    AppState, Server, Settings,
+    clock::{Clock, SystemClock},
+    demo,
+};
 use fantoccini::{Client, ClientBuilder, Locator, elements::Element};
 use hyper_util::client::legacy::connect::HttpConnector;
 use tempfile::TempDir;
@@ -45,6 +53,16 @@ fn wait_for_port(port: u16, within: Duration) -> Result<()> {
     bail!("chromedriver did not listen on port {port}")
 }
 
+/// The system clock moved forward by what a test asks for, so that expiry is tested without waiting.
+#[derive(Clone, Default)]
+pub struct ShiftedClock(Arc<AtomicI64>);
+
+impl Clock for ShiftedClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms() + self.0.load(Ordering::SeqCst)
+    }
+}
+
 /// A server with the demo customer, ChromeDriver, and a first browser (the harness derefs to it).
 pub struct Harness {
     pub browser: Browser,
@@ -52,7 +70,8 @@ pub struct Harness {
     server: Option<Server>,
     driver: Child,
     driver_port: u16,
-    _dir: TempDir,
+    clock: ShiftedClock,
+    dir: TempDir,
 }
 
 /// One browser (its own profile and cookies) pointed at the server.
@@ -85,7 +104,9 @@ impl Harness {
     /// Starts a server with the demo customer (users admin, operator, viewer with [`PASSWORD`]) and a browser.
     pub async fn start() -> Result<Harness> {
         let dir = tempfile::tempdir()?;
-        let state = AppState::open(Settings::new(dir.path().join("data"), dist_dir()?)).await?;
+        let clock = ShiftedClock::default();
+        let settings = Settings::new(dir.path().join("data"), dist_dir()?);
+        let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await?;
         demo::seed_if_empty_with(&state, PASSWORD, demo::Volume::SMALL).await?;
         let listen: SocketAddr = "127.0.0.1:0".parse()?;
         let server = Server::start(state, listen).await?;
@@ -107,8 +128,25 @@ impl Harness {
             server: Some(server),
             driver,
             driver_port: port,
-            _dir: dir,
+            clock,
+            dir,
         })
+    }
+
+    /// Moves the server's clock forward (sessions and reset links expire).
+    pub fn advance(&self, ms: i64) {
+        self.clock.0.fetch_add(ms, Ordering::SeqCst);
+    }
+
+    /// The mail the server wrote (no SMTP server in tests), oldest first.
+    pub fn outbox(&self) -> Result<Vec<String>> {
+        let dir = self.dir.path().join("data/outbox");
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+            Err(_) => Vec::new(),
+        };
+        files.sort();
+        files.iter().map(|f| std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))).collect()
     }
 
     /// Another browser, with its own cookies, on the same server.
@@ -121,8 +159,9 @@ impl Harness {
     /// Closes the browsers and stops the server.
     pub async fn stop(mut self) -> Result<()> {
         self.browser.client.clone().close().await?;
+        // Other browsers may have been closed already by the test.
         for other in self.others.drain(..) {
-            other.close().await?;
+            let _ = other.close().await;
         }
         if let Some(server) = self.server.take() {
             server.stop().await?;
@@ -228,6 +267,8 @@ impl Browser {
     pub async fn fill(&self, css: &str, text: &str) -> Result<()> {
         let field = self.wait_for(css).await?;
         field.clear().await?;
+        // Clearing fires no input event: a key does, so an emptied field reaches the page too.
+        let text = if text.is_empty() { " \u{E003}" } else { text };
         field.send_keys(text).await?;
         Ok(())
     }
@@ -246,6 +287,131 @@ impl Browser {
         self.click("button[type=submit]").await
     }
 
+    /// Clicks the first element matching `css` whose text is `text` (waiting for it).
+    pub async fn click_text(&self, css: &str, text: &str) -> Result<()> {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            seen.clear();
+            for el in self.client.find_all(Locator::Css(css)).await.unwrap_or_default() {
+                // The text as in the document (CSS may change its case on screen).
+                let shown = el.prop("textContent").await.ok().flatten().unwrap_or_default();
+                if shown.trim() == text {
+                    el.click().await?;
+                    return Ok(());
+                }
+                seen.push(shown);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("no {css} reading {text:?} (found {seen:?})")
+    }
+
+    /// Waits until nothing matches `css`.
+    pub async fn wait_gone(&self, css: &str) -> Result<()> {
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if self.client.find_all(Locator::Css(css)).await?.is_empty() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("{css} is still there")
+    }
+
+    /// Selects `value` in a `<select>`.
+    pub async fn select(&self, css: &str, value: &str) -> Result<()> {
+        self.wait_for(css).await?.select_by_value(value).await?;
+        Ok(())
+    }
+
+    /// The value property of a field.
+    pub async fn value(&self, css: &str) -> Result<String> {
+        Ok(self.wait_for(css).await?.prop("value").await?.unwrap_or_default())
+    }
+
+    /// How many elements match right now.
+    pub async fn count(&self, css: &str) -> Result<usize> {
+        Ok(self.client.find_all(Locator::Css(css)).await?.len())
+    }
+
+    /// Presses keys on the focused element (WebDriver key codes: [`TAB`], [`ENTER`]).
+    pub async fn keys(&self, keys: &str) -> Result<()> {
+        self.client.active_element().await?.send_keys(keys).await?;
+        Ok(())
+    }
+
+    /// Presses Tab until the focused element matches `css` (at most `max` times), as a keyboard user does.
+    pub async fn tab_to(&self, css: &str, max: usize) -> Result<()> {
+        for _ in 0..max {
+            self.keys(TAB).await?;
+            let focused: bool = serde_json::from_value(
+                self.client
+                    .execute("return document.activeElement.matches(arguments[0]);", vec![serde_json::json!(css)])
+                    .await?,
+            )?;
+            if focused {
+                return Ok(());
+            }
+        }
+        bail!("{css} was not reached with {max} presses of Tab")
+    }
+
+    /// Runs axe-core in the page and fails on any serious or critical violation, naming each with its elements.
+    pub async fn axe(&self, view: &str) -> Result<()> {
+        self.client.execute(axe_source()?, vec![]).await.context("injecting axe-core")?;
+        let found = self
+            .client
+            .execute_async(
+                r#"const done = arguments[arguments.length - 1];
+                axe.run(document, { resultTypes: ["violations"] })
+                  .then(r => done(r.violations
+                    .filter(v => v.impact === "serious" || v.impact === "critical")
+                    .map(v => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 4).map(n => n.target.join(" ")).join(", ")}`)))
+                  .catch(e => done([`axe failed: ${e}`]));"#,
+                vec![],
+            )
+            .await
+            .context("running axe-core")?;
+        let problems: Vec<String> = serde_json::from_value(found)?;
+        if !problems.is_empty() {
+            bail!("{view}: {} accessibility violation(s):\n{}", problems.len(), problems.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// Sends a command of ChromeDriver's own (under `/session/{id}/`), such as DevTools network emulation.
+    pub async fn chromium(&self, path: &'static str, body: serde_json::Value) -> Result<serde_json::Value> {
+        Ok(self.client.issue_cmd(ChromiumCommand { path, body }).await?)
+    }
+
+    /// Emulates a network link with DevTools (ChromeDriver's network conditions): `latency_ms` each way and
+    /// `bits_per_second` down and up.
+    pub async fn emulate_network(&self, latency_ms: u32, bits_per_second: u64) -> Result<()> {
+        let bytes = bits_per_second / 8;
+        self.chromium(
+            "chromium/network_conditions",
+            serde_json::json!({ "network_conditions": {
+                "offline": false, "latency": latency_ms, "download_throughput": bytes, "upload_throughput": bytes
+            }}),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Makes the browser ask for brotli as it does over HTTPS (Chromium offers it only on secure origins,
+    /// and the test server is plain HTTP on loopback).
+    pub async fn accept_brotli(&self) -> Result<()> {
+        self.chromium("goog/cdp/execute", serde_json::json!({ "cmd": "Network.enable", "params": {} })).await?;
+        self.chromium(
+            "goog/cdp/execute",
+            serde_json::json!({ "cmd": "Network.setExtraHTTPHeaders",
+                "params": { "headers": { "Accept-Encoding": "br, gzip, deflate" } } }),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Saves a screenshot as `<name>.png` in $EDGE_E2E_SCREENSHOTS, when that is set, so views can be looked at.
     pub async fn snapshot(&self, name: &str) -> Result<()> {
         if let Some(dir) = std::env::var_os("EDGE_E2E_SCREENSHOTS") {
@@ -254,5 +420,41 @@ impl Browser {
             std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png)?;
         }
         Ok(())
+    }
+}
+
+/// WebDriver's key codes.
+pub const TAB: &str = "\u{E004}";
+pub const ENTER: &str = "\u{E007}";
+pub const END: &str = "\u{E010}";
+
+/// axe-core's script: `$EDGE_E2E_AXE`, or where `cargo xtask test` installs it (npm, under target/tools).
+fn axe_source() -> Result<&'static str> {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    if let Some(s) = SOURCE.get() {
+        return Ok(s);
+    }
+    let path = std::env::var_os("EDGE_E2E_AXE").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/node_modules/axe-core/axe.min.js")
+    });
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading axe-core at {} (cargo xtask test installs it)", path.display()))?;
+    Ok(SOURCE.get_or_init(|| text))
+}
+
+/// A ChromeDriver command outside the WebDriver standard.
+#[derive(Debug)]
+struct ChromiumCommand {
+    path: &'static str,
+    body: serde_json::Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for ChromiumCommand {
+    fn endpoint(&self, base_url: &url::Url, session_id: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!("session/{}/{}", session_id.unwrap_or_default(), self.path))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(self.body.to_string()))
     }
 }

@@ -82,5 +82,20 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.fill("#change-password input[name=otp]", &code_at(&secret, login_step + 1).expect("code")).await?;
     h.click("#change-password button[type=submit]").await?;
     h.wait_for_text("#change-password [role=status]", "Your password is changed.").await?;
+    h.click("#logout").await?;
+    h.wait_for_path("/login").await?;
+
+    // erin lost her phone: the administrator turns her two-factor off, and the password alone lets her in.
+    h.login("demo", "admin", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    h.goto("/demo/users").await?;
+    h.click_text("tr[data-username=erin] button", "Turn off two-factor").await?;
+    h.click("[role=dialog] button.danger").await?;
+    h.wait_for_text("[role=status].notice", "Two-factor authentication of erin is off.").await?;
+    h.wait_until("tr[data-username=erin]", |t| t.contains("Off")).await?;
+    h.click("#logout").await?;
+    h.wait_for_path("/login").await?;
+    h.login("demo", "erin", "erins-newer-password").await?;
+    h.wait_for_path("/demo/stats").await?;
     h.stop().await
 }

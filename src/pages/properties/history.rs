@@ -1,0 +1,193 @@
+//! A property's version history: changes between versions, comparison with the current one, rollback.
+
+use edge_api::config::{Change, ConfigDocument};
+use leptos::prelude::*;
+use serde_json::Value;
+
+use crate::{
+    api::{self, ApiError},
+    components::{
+        async_view::{AsyncView, act, load},
+        dialog::Confirm,
+        time::datetime,
+    },
+    pages::use_customer,
+};
+
+use super::editor::to_value;
+
+#[component]
+pub(super) fn History(
+    name: String,
+    base: RwSignal<Option<ConfigDocument>>,
+    reload: RwSignal<u32>,
+    #[prop(into)] writable: Signal<bool>,
+) -> impl IntoView {
+    let customer = use_customer();
+    let name = StoredValue::new(name);
+    let versions = load(move || {
+        let c = customer.get();
+        reload.track();
+        async move { api::config_versions(&c, &name.get_value()).await }
+    });
+    let compare = RwSignal::new(None::<(u64, u64)>);
+    let diff = load(move || {
+        let (c, pair) = (customer.get(), compare.get());
+        async move {
+            match pair {
+                Some((from, to)) => api::config_diff(&c, &name.get_value(), from, to).await.map(Some),
+                None => Ok(None),
+            }
+        }
+    });
+    let rolling = RwSignal::new(None::<u64>);
+    let rollback = act(move |v: &u64| {
+        let (c, v) = (customer.get_untracked(), *v);
+        async move {
+            let old = api::config_version(&c, &name.get_value(), v).await?;
+            let current = base.get_untracked().ok_or_else(|| ApiError {
+                status: 0,
+                body: edge_api::ErrorBody::new("not_loaded", "Nothing loaded."),
+            })?;
+            api::put_config(
+                &c,
+                &name.get_value(),
+                &current.etag,
+                &to_value(&old.config),
+                &format!("Roll back to version {v}"),
+            )
+            .await
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(doc)) = rollback.value().get() {
+            rolling.set(None);
+            base.set(Some(doc));
+            reload.update(|n| *n += 1);
+            // The editor reloads the configuration from `base` through the page's own load.
+            if let Some(w) = web_sys::window() {
+                let _ = w.location().reload();
+            }
+        }
+    });
+    let rollback_error = Signal::derive(move || rollback.value().get().and_then(Result::err));
+    view! {
+        <div class="card panel wide" id="history">
+            <h2>"History"</h2>
+            <AsyncView resource=versions loading="Loading history…" let:list>
+                {
+                            let latest = list.first().map(|v| v.version).unwrap_or(0);
+                            view! {
+                                <table class="data versions">
+                                    <thead>
+                                        <tr>
+                                            <th>"Version"</th>
+                                            <th>"Saved"</th>
+                                            <th>"By"</th>
+                                            <th>"Comment"</th>
+                                            <th class="actions"></th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {list
+                                            .into_iter()
+                                            .map(|v| {
+                                                let n = v.version;
+                                                view! {
+                                                    <tr data-version=n>
+                                                        <td>{n}</td>
+                                                        <td>{datetime(&v.created)}</td>
+                                                        <td>{v.author.clone()}</td>
+                                                        <td>{v.comment.clone()}</td>
+                                                        <td class="actions">
+                                                            {(n > 1).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n - 1, n)))>"Changes"</button> })}
+                                                            {(n != latest).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n, latest)))>"Compare with current"</button> })}
+                                                            {move || (writable.get() && n != latest).then(|| view! { <button class="link" on:click=move |_| rolling.set(Some(n))>"Roll back to this"</button> })}
+                                                        </td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                </table>
+                            }
+                }
+            </AsyncView>
+            <AsyncView resource=diff let:answer>
+                {answer
+                    .map(|changes| {
+                        let (from, to) = compare.get_untracked().unwrap_or_default();
+                        view! { <DiffView from to changes /> }
+                    })}
+            </AsyncView>
+        </div>
+        {move || {
+            rolling
+                .get()
+                .map(|v| {
+                    view! {
+                        <Confirm
+                            title=format!("Roll back to version {v}?")
+                            message=format!("The configuration of version {v} is saved as a new version and deployed. The versions since stay in the history.")
+                            action="Roll back".to_string()
+                            pending=rollback.pending()
+                            error=rollback_error
+                            on_confirm=Callback::new(move |_| {
+                                rollback.dispatch(v);
+                            })
+                            on_close=Callback::new(move |_| {
+                                rollback.value().set(None);
+                                rolling.set(None);
+                            })
+                        />
+                    }
+                })
+        }}
+    }
+}
+
+#[component]
+fn DiffView(from: u64, to: u64, changes: Vec<Change>) -> impl IntoView {
+    let show = |v: &Option<Value>| v.as_ref().map(|v| serde_json::to_string(v).unwrap_or_default()).unwrap_or_default();
+    view! {
+        <h3>{format!("Changes from version {from} to {to}")}</h3>
+        {if changes.is_empty() {
+            view! { <p class="muted">"No differences."</p> }.into_any()
+        } else {
+            view! {
+                <table class="data diff">
+                    <thead>
+                        <tr>
+                            <th>"Where"</th>
+                            <th>"Change"</th>
+                            <th>"Before"</th>
+                            <th>"After"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {changes
+                            .iter()
+                            .map(|c| {
+                                view! {
+                                    <tr class=format!("op-{}", c.op)>
+                                        <td>
+                                            <code>{c.path.clone()}</code>
+                                        </td>
+                                        <td>{c.op.clone()}</td>
+                                        <td>
+                                            <code class="before">{show(&c.before)}</code>
+                                        </td>
+                                        <td>
+                                            <code class="after">{show(&c.after)}</code>
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            }
+                .into_any()
+        }}
+    }
+}

@@ -1,0 +1,123 @@
+//! The merge screen: the conflicts of a three-way merge side by side, a choice for each.
+
+use edge_api::config::{ConfigDocument, PropertyConfig, set_at};
+use leptos::prelude::*;
+use serde_json::Value;
+
+use super::editor::MergeState;
+
+/// The conflicts of a merge: base, theirs and mine side by side, a choice for each.
+#[component]
+pub(super) fn MergeScreen(
+    state: MergeState,
+    draft: RwSignal<Option<PropertyConfig>>,
+    base: RwSignal<Option<ConfigDocument>>,
+    merge: RwSignal<Option<MergeState>>,
+    raw: RwSignal<bool>,
+    save: Callback<()>,
+) -> impl IntoView {
+    let take_mine = RwSignal::new(vec![true; state.conflicts.len()]);
+    let error = RwSignal::new(None::<String>);
+    let st = StoredValue::new(state.clone());
+    let show = |v: &Option<Value>| {
+        v.as_ref().map(|v| serde_json::to_string_pretty(v).unwrap_or_default()).unwrap_or_else(|| "(absent)".into())
+    };
+    let resolve = move |_| {
+        let s = st.get_value();
+        let mut merged = s.merged.clone();
+        for (c, mine) in s.conflicts.iter().zip(take_mine.get_untracked()) {
+            if mine {
+                set_at(&mut merged, &c.path, c.mine.clone());
+            }
+        }
+        match serde_json::from_value::<PropertyConfig>(merged) {
+            Ok(config) => {
+                // The merge now builds on their version: save it with their etag.
+                base.set(Some(s.theirs.clone()));
+                draft.set(Some(config));
+                raw.set(false);
+                merge.set(None);
+                save.run(());
+            }
+            Err(e) => error.set(Some(format!("The merged configuration is not valid: {e}"))),
+        }
+    };
+    let discard = move |_| {
+        let s = st.get_value();
+        draft.set(Some(s.theirs.config.clone()));
+        base.set(Some(s.theirs));
+        merge.set(None);
+    };
+    view! {
+        <div class="card panel wide merge" id="merge-screen">
+            <h2>"Someone else changed this property"</h2>
+            <p>
+                {format!(
+                    "{} saved version {} while you were editing. Their changes and yours were merged; {} change(s) conflict. Choose for each which to keep, then save.",
+                    state.theirs.author,
+                    state.theirs.version,
+                    state.conflicts.len(),
+                )}
+            </p>
+            <table class="data conflicts">
+                <thead>
+                    <tr>
+                        <th>"Where"</th>
+                        <th>"Before (base)"</th>
+                        <th>"Theirs"</th>
+                        <th>"Mine"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {state
+                        .conflicts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let group = format!("conflict-{i}");
+                            view! {
+                                <tr data-path=c.path.clone()>
+                                    <td>
+                                        <code>{c.path.clone()}</code>
+                                    </td>
+                                    <td>
+                                        <pre>{show(&c.base)}</pre>
+                                    </td>
+                                    <td>
+                                        <label class="check">
+                                            <input
+                                                type="radio"
+                                                name=group.clone()
+                                                value="theirs"
+                                                prop:checked=move || !take_mine.get()[i]
+                                                on:change=move |_| take_mine.update(|v| v[i] = false)
+                                            />
+                                            <pre>{show(&c.theirs)}</pre>
+                                        </label>
+                                    </td>
+                                    <td>
+                                        <label class="check">
+                                            <input
+                                                type="radio"
+                                                name=group
+                                                value="mine"
+                                                prop:checked=move || take_mine.get()[i]
+                                                on:change=move |_| take_mine.update(|v| v[i] = true)
+                                            />
+                                            <pre>{show(&c.mine)}</pre>
+                                        </label>
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            {move || error.get().map(|e| view! { <div class="notice error" role="alert">{e}</div> })}
+            <div class="actions">
+                <button on:click=discard>"Discard my changes"</button>
+                <button class="primary" id="save-merged" on:click=resolve>"Save merged version"</button>
+            </div>
+        </div>
+    }
+}

@@ -1,0 +1,101 @@
+//! The filter builder of the statistics view: conditions joined by AND or OR, as the API's filter expression.
+
+use edge_api::stats::{DELIVERY_DIMENSIONS, parse_filters};
+use leptos::{ev, prelude::*};
+
+/// Filter rows joined by AND or OR, as the API's filter expression.
+#[component]
+pub fn FilterBuilder(#[prop(into)] filters: Signal<String>, on_change: Callback<String>) -> impl IntoView {
+    let dims: Vec<&str> = DELIVERY_DIMENSIONS.to_vec();
+    let parsed = Memo::new(move |_| {
+        let f = filters.get();
+        let filter = parse_filters(&f, &DELIVERY_DIMENSIONS).unwrap_or_default();
+        let and = matches!(filter, edge_api::stats::Filter::All(_));
+        (filter.conditions().iter().map(|c| (c.dimension.clone(), c.equal, c.value.clone())).collect::<Vec<_>>(), and)
+    });
+    let escape = |v: &str| v.replace('\\', "\\\\").replace(',', "\\,").replace(';', "\\;");
+    let emit = move |rows: Vec<(String, bool, String)>, and: bool| {
+        let sep = if and { ";" } else { "," };
+        let text = rows
+            .iter()
+            .filter(|(_, _, v)| !v.is_empty())
+            .map(|(d, eq, v)| format!("{d}{}{}", if *eq { "==" } else { "!=" }, escape(v)))
+            .collect::<Vec<_>>()
+            .join(sep);
+        on_change.run(text);
+    };
+    let new_dim = RwSignal::new("domain".to_string());
+    let new_op = RwSignal::new(true);
+    let new_value = RwSignal::new(String::new());
+    let add = move |e: ev::SubmitEvent| {
+        e.prevent_default();
+        let value = new_value.get_untracked();
+        if value.trim().is_empty() {
+            return;
+        }
+        let (mut rows, and) = parsed.get_untracked();
+        rows.push((new_dim.get_untracked(), new_op.get_untracked(), value.trim().to_string()));
+        new_value.set(String::new());
+        emit(rows, and);
+    };
+    view! {
+        <fieldset class="picker" id="filters">
+            <legend>"Filters"</legend>
+            {move || {
+                let (rows, and) = parsed.get();
+                let n = rows.len();
+                let rows_view = rows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (d, eq, v))| {
+                        let all = rows.clone();
+                        view! {
+                            <span class="filter-chip">
+                                {format!("{d} {} {v}", if *eq { "is" } else { "is not" })}
+                                <button
+                                    class="icon"
+                                    aria-label="Remove filter"
+                                    on:click=move |_| {
+                                        let mut all = all.clone();
+                                        all.remove(i);
+                                        emit(all, and);
+                                    }
+                                >
+                                    "×"
+                                </button>
+                            </span>
+                        }
+                    })
+                    .collect_view();
+                let rows_for_join = rows.clone();
+                view! {
+                    {rows_view}
+                    {(n > 1)
+                        .then(|| {
+                            view! {
+                                <select
+                                    aria-label="Join filters"
+                                    prop:value=if and { "and" } else { "or" }
+                                    on:change=move |e| emit(rows_for_join.clone(), event_target_value(&e) == "and")
+                                >
+                                    <option value="and">"all must match (AND)"</option>
+                                    <option value="or">"any may match (OR)"</option>
+                                </select>
+                            }
+                        })}
+                }
+            }}
+            <form class="filter-add" on:submit=add>
+                <select aria-label="Filter dimension" on:change=move |e| new_dim.set(event_target_value(&e)) prop:value=move || new_dim.get()>
+                    {dims.iter().map(|d| view! { <option value=*d>{*d}</option> }).collect_view()}
+                </select>
+                <select aria-label="Filter operator" on:change=move |e| new_op.set(event_target_value(&e) == "eq")>
+                    <option value="eq">"is"</option>
+                    <option value="ne">"is not"</option>
+                </select>
+                <input name="filter-value" placeholder="value" bind:value=new_value />
+                <button type="submit">"Add filter"</button>
+            </form>
+        </fieldset>
+    }
+}

@@ -1,0 +1,366 @@
+//! Statistics: delivery statistics for a time range — totals (with the previous period), a chart per metric
+//! split by a dimension (lines or stacked), the top values, a sortable paged table, CSV export — and the top
+//! 20 URLs per day. The whole query lives in the page's address, so a view can be bookmarked and shared.
+
+mod data;
+mod filters;
+mod table;
+mod top_urls;
+mod view;
+
+use edge_api::stats::{DELIVERY_DIMENSIONS, DELIVERY_METRICS, Family, Granularity, StatsResponse};
+use leptos::prelude::*;
+use leptos_router::{
+    NavigateOptions,
+    hooks::{use_navigate, use_query_map},
+};
+
+pub use self::{
+    data::{bars, series_of, to_csv, totals},
+    view::{View, grouping_state, metric_label},
+};
+use self::{
+    data::{download, top_values},
+    filters::FilterBuilder,
+    table::{DataTable, Kpis},
+    top_urls::TopUrls,
+    view::{PAGE_SIZE, params},
+};
+use crate::{
+    api,
+    components::{
+        async_view::{AsyncView, load},
+        chart::{BarChart, TimeChart},
+        range::{Range, RangePicker, allowed_granularities, now_ms},
+    },
+    pages::use_customer,
+};
+
+#[component]
+pub fn Statistics() -> impl IntoView {
+    let query = use_query_map();
+    let navigate = use_navigate();
+    let customer = use_customer();
+    let view = Memo::new(move |_| {
+        let q = query.read();
+        View::from_params(|k| q.get(k))
+    });
+    let set = Callback::new(move |next: View| {
+        navigate(&next.to_query(), NavigateOptions { replace: true, scroll: false, ..Default::default() });
+    });
+    let update = move |f: &dyn Fn(&mut View)| {
+        let mut v = view.get_untracked();
+        f(&mut v);
+        set.run(v);
+    };
+    // The range and granularity in effect, fixed when the view changes (presets move with the clock).
+    let resolved = Memo::new(move |_| {
+        let v = view.get();
+        let now = now_ms();
+        v.range(now).map(|r| (r, v.granularity(r, now), allowed_granularities(r, now)))
+    });
+    let valid = Memo::new(move |_| resolved.get().map(|(_, g, _)| grouping_state(g, &view.get().dims)));
+
+    let table = load(move || {
+        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        async move {
+            let Some((range, g, _)) = res else { return Ok(None) };
+            if !Family::Delivery.is_grouping_set(Some(g), &v.dims) {
+                return Ok(None);
+            }
+            api::stats(&c, "/stats/data", &params(&v, range, g, &v.dims, &v.sort, v.page * PAGE_SIZE, PAGE_SIZE))
+                .await
+                .map(Some)
+        }
+    });
+    let chart = load(move || {
+        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        async move {
+            let Some((range, g, _)) = res else { return Ok(None) };
+            if !Family::Delivery.is_grouping_set(Some(g), &v.dims) {
+                return Ok(None);
+            }
+            api::stats(&c, "/stats/data", &params(&v, range, g, &v.dims, "starttime", 0, 2500)).await.map(Some)
+        }
+    });
+    let kpis = load(move || {
+        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        async move {
+            let Some((range, g, _)) = res else { return Ok(None) };
+            let now = api::stats(&c, "/stats/data", &params(&v, range, g, &[], "", 0, 2500)).await?;
+            let before = match v.compare {
+                true => Some(api::stats(&c, "/stats/data", &params(&v, range.previous(), g, &[], "", 0, 2500)).await?),
+                false => None,
+            };
+            Ok(Some((totals(&now), before.as_ref().map(totals))))
+        }
+    });
+
+    let toggle_dim = move |d: &'static str| {
+        update(&move |v: &mut View| {
+            if let Some(i) = v.dims.iter().position(|x| x == d) {
+                v.dims.remove(i);
+            } else {
+                v.dims.push(d.to_string());
+            }
+            v.page = 0;
+            v.sort.clear();
+        })
+    };
+    let toggle_metric = move |m: &'static str| {
+        update(&move |v: &mut View| {
+            if let Some(i) = v.metrics.iter().position(|x| x == m) {
+                if v.metrics.len() > 1 {
+                    v.metrics.remove(i);
+                }
+            } else {
+                v.metrics.push(m.to_string());
+            }
+            v.page = 0;
+        })
+    };
+
+    view! {
+        <section class="page stats">
+            <h1>"Statistics"</h1>
+            <div class="card panel wide controls">
+                <RangePicker
+                    preset=Signal::derive(move || view.get().preset)
+                    range=Signal::derive(move || resolved.get().map(|(r, _, _)| r))
+                    on_change=Callback::new(move |(preset, start, end): (String, String, String)| {
+                        update(&move |v: &mut View| {
+                            v.preset = preset.clone();
+                            v.start = start.clone();
+                            v.end = end.clone();
+                            v.page = 0;
+                        })
+                    })
+                />
+                <div class="row">
+                    <label class="inline">
+                        "Granularity "
+                        <select
+                            name="granularity"
+                            prop:value=move || resolved.get().map(|(_, g, _)| g.as_str().to_string()).unwrap_or_default()
+                            on:change=move |e| {
+                                let g = Granularity::parse(&event_target_value(&e));
+                                update(&move |v: &mut View| {
+                                    v.granularity = g;
+                                    v.page = 0;
+                                })
+                            }
+                        >
+                            {move || {
+                                resolved
+                                    .get()
+                                    .map(|(_, _, allowed)| {
+                                        allowed.into_iter().map(|g| view! { <option value=g.as_str()>{g.as_str()}</option> }).collect_view()
+                                    })
+                            }}
+                        </select>
+                    </label>
+                    <label class="check inline">
+                        <input
+                            type="checkbox"
+                            name="compare"
+                            prop:checked=move || view.get().compare
+                            on:change=move |e| {
+                                let on = event_target_checked(&e);
+                                update(&move |v: &mut View| v.compare = on)
+                            }
+                        />
+                        "Compare with the previous period"
+                    </label>
+                </div>
+                <fieldset class="picker" id="dimensions">
+                    <legend>"Dimensions"</legend>
+                    {DELIVERY_DIMENSIONS
+                        .iter()
+                        .copied()
+                        .filter(|d| *d != "customer")
+                        .map(|d| {
+                            let on = move || view.get().dims.iter().any(|x| x == d);
+                            let enabled = move || on() || valid.get().is_some_and(|(_, addable)| addable.contains(&d));
+                            view! {
+                                <button
+                                    class="chip"
+                                    class:active=on
+                                    aria-pressed=move || on().to_string()
+                                    data-dim=d
+                                    disabled=move || !enabled()
+                                    on:click=move |_| toggle_dim(d)
+                                >
+                                    {d}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
+                    {move || {
+                        valid
+                            .get()
+                            .filter(|(ok, _)| !ok)
+                            .map(|(_, addable)| {
+                                view! {
+                                    <p class="hint" role="status">
+                                        {format!(
+                                            "These dimensions are not a grouping set at this granularity. Add one of: {}.",
+                                            if addable.is_empty() { "(none — remove one)".to_string() } else { addable.join(", ") },
+                                        )}
+                                    </p>
+                                }
+                            })
+                    }}
+                </fieldset>
+                <fieldset class="picker" id="metrics">
+                    <legend>"Metrics"</legend>
+                    {DELIVERY_METRICS
+                        .iter()
+                        .copied()
+                        .map(|m| {
+                            let on = move || view.get().metrics.iter().any(|x| x == m);
+                            view! {
+                                <button class="chip" class:active=on aria-pressed=move || on().to_string() data-metric=m on:click=move |_| toggle_metric(m)>
+                                    {metric_label(m)}
+                                </button>
+                            }
+                        })
+                        .collect_view()}
+                </fieldset>
+                <FilterBuilder
+                    filters=Signal::derive(move || view.get().filters)
+                    on_change=Callback::new(move |f: String| {
+                        update(&move |v: &mut View| {
+                            v.filters = f.clone();
+                            v.page = 0;
+                        })
+                    })
+                />
+            </div>
+            <AsyncView resource=kpis let:totals>
+                {totals.map(|totals| view! { <Kpis totals /> })}
+            </AsyncView>
+            <div class="card panel wide chart-card">
+                <div class="toolbar">
+                    <h2>"Over time"</h2>
+                    <span class="spacer"></span>
+                    <div class="segmented" role="group" aria-label="Chart">
+                        <button class="chip" class:active=move || !view.get().stacked on:click=move |_| update(&|v: &mut View| v.stacked = false)>
+                            "Lines"
+                        </button>
+                        <button class="chip" class:active=move || view.get().stacked on:click=move |_| update(&|v: &mut View| v.stacked = true)>
+                            "Stacked"
+                        </button>
+                    </div>
+                    <button
+                        id="export-csv"
+                        on:click=move |_| {
+                            if let Some(Ok(Some(r))) = chart.get_untracked() {
+                                download("statistics.csv", &to_csv(&r));
+                            }
+                        }
+                    >
+                        "Export CSV"
+                    </button>
+                </div>
+                <AsyncView resource=chart let:answer>
+                    {
+                        let stacked = view.get_untracked().stacked;
+                        match (answer, resolved.get_untracked()) {
+                            (Some(r), Some((range, _, _))) => view! { <Charts response=r range stacked /> }.into_any(),
+                            _ => view! { <p class="muted">"Choose dimensions that form a grouping set."</p> }.into_any(),
+                        }
+                    }
+                </AsyncView>
+            </div>
+            <div class="card panel wide">
+                <h2>"Rows"</h2>
+                <AsyncView resource=table let:answer>
+                    {answer
+                        .map(|r| {
+                            let v = view.get_untracked();
+                            view! {
+                                <DataTable
+                                    response=r
+                                    sort=v.sort.clone()
+                                    page=v.page
+                                    on_sort=Callback::new(move |s: String| {
+                                        update(&move |v: &mut View| {
+                                            v.sort = s.clone();
+                                            v.page = 0;
+                                        })
+                                    })
+                                    on_page=Callback::new(move |p: u64| update(&move |v: &mut View| v.page = p))
+                                />
+                            }
+                        })}
+                </AsyncView>
+            </div>
+            <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
+        </section>
+    }
+}
+
+/// The chart of one metric at a time (chosen by its chip) over the range, and its top values.
+#[component]
+fn Charts(response: StatsResponse, range: Range, stacked: bool) -> impl IntoView {
+    let metrics = response.query.metrics.clone().unwrap_or_default();
+    let metric = RwSignal::new(metrics.first().cloned().unwrap_or_else(|| "hits".into()));
+    let split = response.query.dimensions.first().cloned();
+    let truncated = response.total_results > response.rows.len() as u64;
+    let r = StoredValue::new(response);
+    let chips = metrics
+        .into_iter()
+        .map(|m| {
+            let label = metric_label(&m);
+            let (a, b) = (m.clone(), m.clone());
+            view! {
+                <button
+                    class="chip small"
+                    class:active=move || metric.get() == a
+                    aria-pressed=move || (metric.get() == b).to_string()
+                    on:click=move |_| metric.set(m.clone())
+                >
+                    {label}
+                </button>
+            }
+        })
+        .collect_view();
+    let chart = {
+        let split = split.clone();
+        move || {
+            let m = metric.get();
+            let label = match &split {
+                Some(d) => format!("{} over time by {d}", metric_label(&m)),
+                None => format!("{} over time", metric_label(&m)),
+            };
+            let series = r.with_value(|r| series_of(r, &m));
+            view! { <TimeChart label series start=range.start end=range.end stacked id="time-chart" /> }
+        }
+    };
+    view! {
+        <div class="chart-metric" role="group" aria-label="Metric">
+            {chips}
+        </div>
+        {chart}
+        {truncated
+            .then(|| {
+                view! {
+                    <p class="hint">
+                        "The chart shows the first 2,500 rows: narrow the range, add a filter or choose a coarser granularity."
+                    </p>
+                }
+            })}
+        {split
+            .clone()
+            .map(|d| {
+                view! {
+                    <h3>"Top values"</h3>
+                    {move || {
+                        let m = metric.get();
+                        let bars = r.with_value(|r| top_values(r, &m, 10));
+                        view! { <BarChart label=format!("Top {d} by {}", metric_label(&m)) bars id="top-chart" width=1100 row=26 /> }
+                    }}
+                }
+            })}
+    }
+}

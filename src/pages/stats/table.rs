@@ -1,0 +1,126 @@
+//! The rows of a statistics answer as a sortable, paged table, and the totals above the charts.
+
+use edge_api::stats::StatsResponse;
+use leptos::prelude::*;
+
+use super::view::{PAGE_SIZE, metric_label};
+use crate::{
+    api::Column,
+    components::{chart::short_number, pager::Pager},
+};
+
+/// The rows of one page; sorting by a column header (descending first), paging below.
+#[component]
+pub fn DataTable(
+    response: StatsResponse,
+    sort: String,
+    /// The page, counted from 0 as in the address.
+    page: u64,
+    on_sort: Callback<String>,
+    on_page: Callback<u64>,
+) -> impl IntoView {
+    if response.rows.is_empty() {
+        return view! { <div class="empty">"No traffic in this range."</div> }.into_any();
+    }
+    let metrics = response.query.metrics.clone().unwrap_or_default();
+    let columns: Vec<(String, Column, bool)> = response
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), Column::of(&response, &c.name), c.column_type.as_deref() == Some("long")))
+        .collect();
+    let header = columns
+        .iter()
+        .map(|(name, _, numeric)| {
+            let (state, aria) = if sort == *name {
+                (" ▲", "ascending")
+            } else if sort == format!("-{name}") {
+                (" ▼", "descending")
+            } else {
+                ("", "none")
+            };
+            let next = if sort == format!("-{name}") { name.clone() } else { format!("-{name}") };
+            view! {
+                <th class:num=*numeric aria-sort=aria scope="col">
+                    <button class="sort" on:click=move |_| on_sort.run(next.clone())>
+                        {format!("{name}{state}")}
+                    </button>
+                </th>
+            }
+        })
+        .collect_view();
+    let rows = response
+        .rows
+        .iter()
+        .map(|row| {
+            let cells = columns
+                .iter()
+                .map(|(name, col, numeric)| {
+                    let full = col.text(row);
+                    let text = match col.value(row).and_then(|v| v.as_f64()) {
+                        Some(n) if metrics.contains(name) => short_number(n),
+                        _ => full.clone(),
+                    };
+                    view! { <td class:num=*numeric title=full>{text}</td> }
+                })
+                .collect_view();
+            view! { <tr>{cells}</tr> }
+        })
+        .collect_view();
+    let shown = response.rows.len() as u64;
+    view! {
+        <div class="table-scroll">
+            <table class="data stats-table">
+                <thead>
+                    <tr>{header}</tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        <Pager
+            page=page + 1
+            per_page=PAGE_SIZE
+            shown
+            total=response.total_results
+            on_page=Callback::new(move |p: u64| on_page.run(p.saturating_sub(1)))
+        />
+    }
+    .into_any()
+}
+
+/// Totals per metric for the range, and for the previous period when compared.
+pub type KpiTotals = (Vec<(String, f64)>, Option<Vec<(String, f64)>>);
+
+/// One tile per metric: its total, and the change against the previous period.
+#[component]
+pub fn Kpis(totals: KpiTotals) -> impl IntoView {
+    let (now, before) = totals;
+    let tiles = now
+        .into_iter()
+        .enumerate()
+        .map(|(i, (m, v))| {
+            let delta = before.as_ref().and_then(|b| b.get(i)).map(|(_, p)| (*p != 0.0).then(|| (v - p) / p * 100.0));
+            let delta = delta.map(|d| match d {
+                Some(d) => {
+                    let class = if d >= 0.0 { "kpi-delta up" } else { "kpi-delta down" };
+                    let tenths = (d * 10.0).round() as i64;
+                    let sign = if tenths >= 0 { "+" } else { "-" };
+                    let text = format!("{sign}{}.{}% vs previous period", tenths.abs() / 10, tenths.abs() % 10);
+                    view! { <div class=class>{text}</div> }.into_any()
+                }
+                None => view! { <div class="kpi-delta muted">"no data before"</div> }.into_any(),
+            });
+            view! {
+                <div class="kpi" data-metric=m.clone()>
+                    <div class="kpi-label">{metric_label(&m)}</div>
+                    <div class="kpi-value">{short_number(v)}</div>
+                    {delta}
+                </div>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="kpis" id="kpis">
+            {tiles}
+        </div>
+    }
+}

@@ -1,0 +1,143 @@
+//! The statistics view's state as kept in the page's address, and the queries it makes.
+
+use edge_api::stats::{DELIVERY_DIMENSIONS, Family, Granularity, format_time};
+
+use crate::{
+    api,
+    components::range::{Range, allowed_granularities, natural_granularity, resolve},
+};
+
+pub const PAGE_SIZE: u64 = 50;
+
+/// The view's state, as kept in the address.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub preset: String,
+    pub start: String,
+    pub end: String,
+    pub granularity: Option<Granularity>,
+    pub dims: Vec<String>,
+    pub metrics: Vec<String>,
+    /// The API filter expression.
+    pub filters: String,
+    pub sort: String,
+    pub page: u64,
+    pub compare: bool,
+    pub stacked: bool,
+}
+
+impl View {
+    pub fn from_params(get: impl Fn(&str) -> Option<String>) -> View {
+        let list = |k: &str| {
+            get(k)
+                .map(|v| v.split(',').filter(|s| !s.is_empty()).map(String::from).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        let metrics = list("metrics");
+        View {
+            preset: get("range").unwrap_or_else(|| "24h".into()),
+            start: get("start").unwrap_or_default(),
+            end: get("end").unwrap_or_default(),
+            granularity: get("g").and_then(|g| Granularity::parse(&g)),
+            dims: get("dims").map(|_| list("dims")).unwrap_or_else(|| vec!["country".into()]),
+            metrics: if metrics.is_empty() { vec!["hits".into(), "last_mile_bandwidth_bytes".into()] } else { metrics },
+            filters: get("filters").unwrap_or_default(),
+            sort: get("sort").unwrap_or_default(),
+            page: get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
+            compare: get("cmp").as_deref() == Some("1"),
+            stacked: get("chart").as_deref() == Some("stacked"),
+        }
+    }
+
+    /// The address's query string.
+    pub fn to_query(&self) -> String {
+        let mut p = vec![format!("range={}", self.preset)];
+        if self.preset == "custom" {
+            p.push(format!("start={}", self.start));
+            p.push(format!("end={}", self.end));
+        }
+        if let Some(g) = self.granularity {
+            p.push(format!("g={}", g.as_str()));
+        }
+        p.push(format!("dims={}", self.dims.join(",")));
+        p.push(format!("metrics={}", self.metrics.join(",")));
+        if !self.filters.is_empty() {
+            p.push(format!("filters={}", api::encode(&self.filters)));
+        }
+        if !self.sort.is_empty() {
+            p.push(format!("sort={}", api::encode(&self.sort)));
+        }
+        if self.page > 0 {
+            p.push(format!("page={}", self.page));
+        }
+        if self.compare {
+            p.push("cmp=1".into());
+        }
+        if self.stacked {
+            p.push("chart=stacked".into());
+        }
+        format!("?{}", p.join("&"))
+    }
+
+    pub fn range(&self, now: i64) -> Option<Range> {
+        resolve(&self.preset, &self.start, &self.end, now)
+    }
+
+    /// The granularity in effect: as chosen if the guidance allows it, else the natural one.
+    pub fn granularity(&self, range: Range, now: i64) -> Granularity {
+        let allowed = allowed_granularities(range, now);
+        match self.granularity {
+            Some(g) if allowed.contains(&g) => g,
+            _ => {
+                let n = natural_granularity(range);
+                if allowed.contains(&n) { n } else { allowed[0] }
+            }
+        }
+    }
+}
+
+/// Whether `dims` form a grouping set at `g`, and which single dimensions could be added and still lead to
+/// one.
+pub fn grouping_state(g: Granularity, dims: &[String]) -> (bool, Vec<&'static str>) {
+    let valid = Family::Delivery.is_grouping_set(Some(g), dims);
+    let addable = DELIVERY_DIMENSIONS
+        .iter()
+        .copied()
+        .filter(|d| *d != "customer" && !dims.iter().any(|x| x == d))
+        .filter(|d| {
+            g.delivery_groupings().iter().any(|set| {
+                let parts: Vec<&str> = set.split('/').collect();
+                parts.contains(d) && dims.iter().all(|x| parts.contains(&x.as_str()))
+            })
+        })
+        .collect();
+    (valid, addable)
+}
+
+/// The parameters of a delivery query for a view over `range`.
+pub fn params(
+    v: &View,
+    range: Range,
+    g: Granularity,
+    dims: &[String],
+    sort: &str,
+    start: u64,
+    limit: u64,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("starttime", format_time(range.start)),
+        ("endtime", format_time(range.end)),
+        ("granularity", g.as_str().into()),
+        ("dimensions", dims.join(",")),
+        ("metrics", v.metrics.join(",")),
+        ("filters", v.filters.clone()),
+        ("sortby", sort.into()),
+        ("start", start.to_string()),
+        ("limit", limit.to_string()),
+    ]
+}
+
+/// How a metric reads in a label: `last_mile_bandwidth_bytes` → `last mile bandwidth`.
+pub fn metric_label(m: &str) -> String {
+    m.trim_end_matches("_bytes").replace('_', " ")
+}

@@ -1,0 +1,3 @@
+fn main() {
+    edge_console::signin::mount();
+}
