@@ -110,7 +110,8 @@ pub fn measure(dist: &Path) -> Result<Vec<Sizes>> {
         } else {
             (data.len() as u64, data.len() as u64)
         };
-        let first_view = path == document || index.contains(&format!("/{name}"));
+        // Named whole, in quotes: `/main.css` must not match inside `/signin/main.css`.
+        let first_view = path == document || ['"', '\''].iter().any(|q| index.contains(&format!("{q}/{name}{q}")));
         out.push(Sizes { name, raw: data.len() as u64, gzip, brotli, first_view });
     }
     Ok(out)

@@ -111,12 +111,7 @@ impl Tools {
         {
             return Ok(());
         }
-        let prefix = root().join("target/tools");
-        std::fs::create_dir_all(&prefix)?;
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("binaryen@{BINARYEN_VERSION}")))
+        npm_install("binaryen", BINARYEN_VERSION)
     }
 
     /// Installs `package@version` from npm under target/tools unless that version is there.
@@ -126,12 +121,7 @@ impl Tools {
         if installed.contains(&format!("\"version\": \"{version}\"")) {
             return Ok(());
         }
-        let prefix = root().join("target/tools");
-        std::fs::create_dir_all(&prefix)?;
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(format!("{package}@{version}")))
+        npm_install(package, version)
     }
 
     fn ensure_chromium(&self) -> Result<()> {
@@ -149,6 +139,16 @@ impl Tools {
         }
         Ok(())
     }
+}
+
+/// Installs `package@version` from npm under target/tools.
+fn npm_install(package: &str, version: &str) -> Result<()> {
+    let prefix = root().join("target/tools");
+    std::fs::create_dir_all(&prefix)?;
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg(format!("{package}@{version}")))
 }
 
 fn apt_get(args: &[&str]) -> Result<()> {
