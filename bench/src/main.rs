@@ -5,6 +5,7 @@
 
 mod config;
 mod fuzz;
+mod ingest;
 mod load;
 mod server;
 mod stats;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: edge-bench stats|load|config|fuzz-api [FLAGS]";
+const USAGE: &str = "usage: edge-bench stats|ingest|load|config|fuzz-api [FLAGS]";
 
 /// `--name value` flags.
 pub struct Args(Vec<String>);
@@ -41,6 +42,7 @@ fn main() -> Result<()> {
         "fuzz-api" => fuzz::run(&args),
         "load" => load::run(&args),
         "config" => config::run(&args),
+        "ingest" => ingest::run(&args),
         // The baseline of `load`, in a process of its own.
         "bare" => load::bare(),
         _ => bail!("{USAGE}"),

@@ -57,6 +57,11 @@ impl Server {
         Ok(Server { child, base })
     }
 
+    /// The process id (for `perf record -p`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process is still running and answers /healthz.
     pub fn healthy(&mut self) -> bool {
         let alive = matches!(self.child.try_wait(), Ok(None));

@@ -22,7 +22,7 @@ use edge_api::stats::{Family, Granularity, format_time};
 use edge_server::{
     AppState, Settings, admin,
     clock::SystemClock,
-    stats::{SecurityRecord, StatsEngine, dim_id, memory::MemoryEngine},
+    stats::{SecurityRecord, StatsEngine, ingest::SECURITY_DIMS, memory::MemoryEngine},
 };
 
 const PASSWORD: &str = "benchmark-password";
@@ -233,10 +233,13 @@ fn generate_events(engine: &MemoryEngine, customer: i64, end: i64, n: u64, csv_d
             format!("/path/{}", rng.below(5000)),
         ];
         writeln!(csv, "{},{}", csv_time(ts) + &format!(".{:03}", ts.rem_euclid(1000)), values.join(","))?;
-        batch.push(SecurityRecord {
-            ts_ms: ts,
-            dims: EVENT_COLUMNS.iter().zip(values).map(|(d, v)| (dim_id(d).unwrap_or(0), v)).collect(),
-        });
+        let mut dims: [String; 14] = Default::default();
+        for (d, v) in EVENT_COLUMNS.iter().zip(values) {
+            if let Some(at) = SECURITY_DIMS.iter().position(|n| n == d) {
+                dims[at] = v;
+            }
+        }
+        batch.push(SecurityRecord { ts_ms: ts, dims });
         if batch.len() == 100_000 {
             engine.bulk_load_events(customer, &batch)?;
             batch.clear();
@@ -247,8 +250,59 @@ fn generate_events(engine: &MemoryEngine, customer: i64, end: i64, n: u64, csv_d
     Ok(())
 }
 
+/// `body` compressed as a `Content-Encoding` (`gzip` or `zstd`) names it.
+pub fn compress(encoding: &str, body: &[u8]) -> Result<Vec<u8>> {
+    Ok(match encoding {
+        "gzip" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(body)?;
+            e.finish()?
+        }
+        "zstd" => zstd::encode_all(body, 3)?,
+        other => anyhow::bail!("unknown encoding {other}"),
+    })
+}
+
+/// NDJSON security events (WAF and traffic shaping) over the last day, for the ingestion measurement.
+pub fn write_security_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
+    let mut rng = Rng(7);
+    let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
+    let start = end - DAY;
+    for i in 0..n {
+        let ts = start + (i as i64 * DAY) / n as i64;
+        let waf = rng.below(2) == 0;
+        let action = if waf {
+            ["BLOCK", "WARN"][rng.below(2) as usize]
+        } else {
+            ["BLOCK", "RATE_LIMIT", "WARN"][rng.below(3) as usize]
+        };
+        writeln!(
+            out,
+            r#"{{"timestamp":"{}.{:03}","source":"{}","event_type":"CUSTOM","event_action":"{action}","event_severity":"{}","waf_action":"{}","rule_id":"9{:05}","domain":"{}","property":"{}","client_ip":"198.51.{}.{}","client_connection_remote_ip":"198.51.{}.{}","client_browser":"{}","client_country_code":"C{:02}","client_asn":{},"request_path":"/path/{}"}}"#,
+            format_time(ts),
+            ts.rem_euclid(1000),
+            if waf { "waf" } else { "trafficshaping" },
+            ["LOW", "MEDIUM", "HIGH", "CRITICAL"][rng.below(4) as usize],
+            if waf { action } else { "" },
+            rng.below(400),
+            domain(rng.below(250)),
+            property(rng.below(50)),
+            rng.below(256),
+            rng.below(256),
+            rng.below(256),
+            rng.below(256),
+            ["Chrome", "Safari", "Firefox", "curl"][rng.below(4) as usize],
+            rng.below(60),
+            1000 + rng.below(500),
+            rng.below(5000),
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// NDJSON access-log records for the ingestion measurement.
-fn write_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
+pub fn write_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
     let mut rng = Rng(5);
     let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
     let start = end - DAY;

@@ -447,8 +447,9 @@ topk_routes!(false,
     shaping_topk_groupings "/stats/security/trafficshaping/topk/{category}/groupings",
     shaping_topk_metrics "/stats/security/trafficshaping/topk/{category}/metrics");
 
-/// The body of an ingestion call as text, if its content type is NDJSON (or JSON, or plain text).
-fn ndjson(headers: &HeaderMap, body: &Bytes) -> AppResult<String> {
+/// Refuses an ingestion body whose content type is not NDJSON (or JSON, or plain text); returns how it is
+/// compressed.
+fn ndjson(headers: &HeaderMap) -> AppResult<Option<ingest::Encoding>> {
     let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
     let ok = ["application/x-ndjson", "application/json", "text/plain", "application/jsonl"]
         .iter()
@@ -458,29 +459,51 @@ fn ndjson(headers: &HeaderMap, body: &Bytes) -> AppResult<String> {
             "Send newline-delimited JSON (Content-Type: application/x-ndjson).".into(),
         ));
     }
-    String::from_utf8(body.to_vec()).map_err(|_| AppError::bad_request("invalid_encoding", "The body is not UTF-8."))
+    let encoding = headers.get(header::CONTENT_ENCODING).map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase());
+    match encoding.as_deref() {
+        None | Some("" | "identity") => Ok(None),
+        Some(e) => ingest::Encoding::parse(e).map(Some).ok_or_else(|| {
+            AppError::UnsupportedMediaType(format!(
+                "Content-Encoding {e:?} is not supported: send gzip, zstd or an uncompressed body."
+            ))
+        }),
+    }
 }
 
-async fn ingest_with<T: Send + 'static>(
+/// Decompresses (within the body limit), parses and stores an ingestion body, off the async runtime.
+async fn ingest_with<B: Send + 'static>(
     state: &AppState,
     caller: &Caller,
-    text: String,
-    parse: fn(&str) -> (Vec<T>, Vec<edge_api::stats::RejectedLine>),
-    store: fn(&dyn crate::stats::StatsEngine, i64, &[T]) -> Result<(), IngestError>,
+    headers: &HeaderMap,
+    body: Bytes,
+    parse: fn(&str) -> (B, Vec<edge_api::stats::RejectedLine>),
+    store: fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<u64, IngestError>,
 ) -> AppResult<axum::Json<IngestResult>> {
+    let encoding = ndjson(headers)?;
     let engine = state.stats.clone();
     let customer = caller.customer.id;
-    let result = tokio::task::spawn_blocking(move || -> Result<IngestResult, IngestError> {
-        let (good, rejected) = parse(&text);
-        store(engine.as_ref(), customer, &good)?;
-        Ok(IngestResult { accepted: good.len() as u64, rejected })
+    let limit = state.settings.max_body_bytes;
+    let result = tokio::task::spawn_blocking(move || -> AppResult<IngestResult> {
+        let decoded = match encoding {
+            Some(e) => Some(ingest::decompress(e, &body, limit).map_err(|e| match e {
+                ingest::DecodeError::TooLarge => AppError::PayloadTooLarge,
+                ingest::DecodeError::Corrupt(m) => {
+                    AppError::bad_request("invalid_encoding", format!("The body is not valid {m}."))
+                }
+            })?),
+            None => None,
+        };
+        let text = std::str::from_utf8(decoded.as_deref().unwrap_or(&body))
+            .map_err(|_| AppError::bad_request("invalid_encoding", "The body is not UTF-8."))?;
+        let (batch, rejected) = parse(text);
+        let accepted = store(engine.as_ref(), customer, &batch).map_err(|e| match e {
+            IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
+            IngestError::Internal(e) => AppError::Internal(e),
+        })?;
+        Ok(IngestResult { accepted, rejected })
     })
     .await
-    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))?
-    .map_err(|e| match e {
-        IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
-        IngestError::Internal(e) => AppError::Internal(e),
-    })?;
+    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))??;
     Ok(axum::Json(result))
 }
 
@@ -490,11 +513,11 @@ async fn ingest_with<T: Send + 'static>(
     request_body(content = String, content_type = "application/x-ndjson", description = "One access-log record per line"),
     responses(
         (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
-        (status = 400, description = "The body is not UTF-8", body = ErrorBody),
+        (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
-        (status = 415, description = "Not NDJSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
+        (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
         (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
     ))]
 async fn ingest_access(
@@ -503,8 +526,10 @@ async fn ingest_access(
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<axum::Json<IngestResult>> {
-    let text = ndjson(&headers, &body)?;
-    ingest_with(&state, &caller, text, ingest::parse_access, |e, c, r| e.ingest_access(c, r)).await
+    ingest_with(&state, &caller, &headers, body, ingest::parse_access, |e, c, b| {
+        e.ingest_access(c, b).map(|()| b.len() as u64)
+    })
+    .await
 }
 
 /// Ingest security events: NDJSON, one event per line (see docs/api.md).
@@ -512,11 +537,11 @@ async fn ingest_access(
     request_body(content = String, content_type = "application/x-ndjson", description = "One security event per line"),
     responses(
         (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
-        (status = 400, description = "The body is not UTF-8", body = ErrorBody),
+        (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts", body = ErrorBody),
-        (status = 415, description = "Not NDJSON", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
+        (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
         (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
     ))]
 async fn ingest_security(
@@ -525,8 +550,10 @@ async fn ingest_security(
     headers: HeaderMap,
     body: Bytes,
 ) -> AppResult<axum::Json<IngestResult>> {
-    let text = ndjson(&headers, &body)?;
-    ingest_with(&state, &caller, text, ingest::parse_security, |e, c, r| e.ingest_security(c, r)).await
+    ingest_with(&state, &caller, &headers, body, ingest::parse_security, |e, c, b| {
+        e.ingest_security(c, b).map(|()| b.len() as u64)
+    })
+    .await
 }
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -5,7 +5,7 @@
 
 use edge_api::{config::PropertyConfig, stats::format_time};
 
-use super::{AccessRecord, SecurityRecord, StatsEngine, dim_id};
+use super::{AccessBatch, AccessRecord, SecurityBatch, SecurityRecord, StatsEngine};
 use crate::store::CustomerId;
 
 /// How much traffic to make.
@@ -206,7 +206,6 @@ fn security_events(rng: &mut Rng, ts_ms: i64, property: &PropertyConfig, scale: 
         .find(|h| !h.pattern.starts_with('*'))
         .map(|h| h.pattern.clone())
         .unwrap_or_default();
-    let id = |n: &str| dim_id(n).unwrap_or(0);
     let mut push = |rng: &mut Rng,
                     source: &str,
                     action: &str,
@@ -219,29 +218,23 @@ fn security_events(rng: &mut Rng, ts_ms: i64, property: &PropertyConfig, scale: 
         let t = ts_ms + (rng.next() % 300_000) as i64;
         out.push(SecurityRecord {
             ts_ms: t,
-            dims: vec![
-                (id("source"), source.into()),
-                (id("event_type"), if source == "waf" { "WAF".into() } else { "CUSTOM".into() }),
-                (id("event_action"), action.into()),
-                (id("event_severity"), severity.into()),
-                (id("waf_action"), waf_action.into()),
-                (id("rule_id"), rule.into()),
-                (id("domain"), domain.clone()),
-                (id("property"), property.name.clone()),
-                (id("client_ip"), ip.clone()),
-                (id("client_connection_remote_ip"), ip),
-                (
-                    id("client_browser"),
-                    rng.pick(&[("curl", 30.0), ("python-requests", 25.0), ("Go-http-client", 15.0), ("Chrome", 30.0)])
-                        .to_string(),
-                ),
-                (id("client_country_code"), country.into()),
-                (
-                    id("client_asn"),
-                    rng.pick(&[("4134", 20.0), ("16509", 30.0), ("14061", 20.0), ("24940", 15.0), ("9009", 15.0)])
-                        .to_string(),
-                ),
-                (id("request_path"), path.into()),
+            dims: [
+                source.into(),
+                if source == "waf" { "WAF".into() } else { "CUSTOM".into() },
+                action.into(),
+                severity.into(),
+                waf_action.into(),
+                rule.into(),
+                domain.clone(),
+                property.name.clone(),
+                ip.clone(),
+                ip,
+                rng.pick(&[("curl", 30.0), ("python-requests", 25.0), ("Go-http-client", 15.0), ("Chrome", 30.0)])
+                    .to_string(),
+                country.into(),
+                rng.pick(&[("4134", 20.0), ("16509", 30.0), ("14061", 20.0), ("24940", 15.0), ("9009", 15.0)])
+                    .to_string(),
+                path.into(),
             ],
         });
     };
@@ -351,10 +344,10 @@ pub fn seed(
         }
         t += step;
         if batch.len() >= 20_000 || t >= end {
-            engine.ingest_access(customer, &batch)?;
+            engine.ingest_access(customer, &AccessBatch::from_records(&batch))?;
             n_access += batch.len() as u64;
             batch.clear();
-            engine.ingest_security(customer, &events)?;
+            engine.ingest_security(customer, &SecurityBatch::from_records(&events))?;
             n_security += events.len() as u64;
             events.clear();
         }

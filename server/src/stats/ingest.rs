@@ -1,58 +1,228 @@
-//! Ingestion records: one JSON object per line (NDJSON), checked field by field. Bad lines are reported with
-//! their numbers and never block the good ones.
+//! Ingestion: one JSON object per line (NDJSON), checked field by field, parsed into columnar batches — each
+//! text column as the batch's distinct values and one index per record — which is what the engines take.
+//! Bad lines are reported with their numbers and never block the good ones.
+
+use std::borrow::Cow;
 
 use edge_api::stats::{RejectedLine, parse_time};
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use super::DIMS;
-
 /// An access-log record: when, every delivery dimension (except `customer`, which is the tenant), the URL and
-/// the metrics. It may stand for many requests (`hits`).
+/// the metrics. It may stand for many requests (`hits`). Batches are columnar ([`AccessBatch`]); this is one
+/// row of one, for building and reading batches record by record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessRecord {
     pub ts_ms: i64,
-    /// Values of the delivery dimensions and `request_url`, by [`DIMS`] id (ids 0–13).
+    /// Values of the delivery dimensions and `request_url`, by [`super::DIMS`] id (ids 0–13).
     pub dims: [String; 14],
     /// first_mile_bandwidth_bytes, hits, last_mile_bandwidth_bytes, middle_mile_bandwidth_bytes,
     /// original_bandwidth_bytes, request_time_ms, time_to_first_byte_ms, time_to_last_byte_ms.
     pub metrics: [u64; 8],
 }
 
-/// A security event: WAF or traffic shaping.
+/// The dimensions of a security event, in the order of [`SecurityBatch::dims`].
+pub const SECURITY_DIMS: [&str; 14] = [
+    "source",
+    "event_type",
+    "event_action",
+    "event_severity",
+    "waf_action",
+    "rule_id",
+    "domain",
+    "property",
+    "client_ip",
+    "client_connection_remote_ip",
+    "client_browser",
+    "client_country_code",
+    "client_asn",
+    "request_path",
+];
+
+/// A security event, WAF or traffic shaping: one row of a [`SecurityBatch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SecurityRecord {
     pub ts_ms: i64,
-    /// Values by [`DIMS`] id; delivery ids carry `domain` and `property` only.
-    pub dims: Vec<(usize, String)>,
+    /// Values in the order of [`SECURITY_DIMS`] (empty when the event has none).
+    pub dims: [String; 14],
 }
+
+/// A text column of a batch: its distinct values, and for each record the index of its value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Column {
+    pub values: Vec<String>,
+    pub ids: Vec<u32>,
+}
+
+impl Column {
+    pub fn value(&self, record: usize) -> &str {
+        &self.values[self.ids[record] as usize]
+    }
+}
+
+/// Builds a [`Column`], looking each value up once per batch.
+#[derive(Default)]
+struct ColumnBuilder<'a> {
+    index: FxHashMap<Cow<'a, str>, u32>,
+    column: Column,
+}
+
+impl<'a> ColumnBuilder<'a> {
+    fn push(&mut self, v: Cow<'a, str>) {
+        let id = match self.index.get(v.as_ref()) {
+            Some(id) => *id,
+            None => {
+                let id = self.column.values.len() as u32;
+                self.column.values.push(v.to_string());
+                self.index.insert(v, id);
+                id
+            }
+        };
+        self.column.ids.push(id);
+    }
+}
+
+/// Access-log records, column by column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccessBatch {
+    pub ts_ms: Vec<i64>,
+    /// The delivery dimensions and `request_url`, by [`super::DIMS`] id (0–13).
+    pub dims: [Column; 14],
+    /// The eight metrics, in the order of [`AccessRecord::metrics`].
+    pub metrics: [Vec<u64>; 8],
+}
+
+impl AccessBatch {
+    pub fn len(&self) -> usize {
+        self.ts_ms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts_ms.is_empty()
+    }
+
+    pub fn from_records(records: &[AccessRecord]) -> AccessBatch {
+        let mut b = AccessBuilder::default();
+        for r in records {
+            b.push(r.ts_ms, r.dims.iter().map(|d| Cow::Borrowed(d.as_str())), r.metrics);
+        }
+        b.finish()
+    }
+
+    pub fn record(&self, i: usize) -> AccessRecord {
+        AccessRecord {
+            ts_ms: self.ts_ms[i],
+            dims: std::array::from_fn(|d| self.dims[d].value(i).to_string()),
+            metrics: std::array::from_fn(|m| self.metrics[m][i]),
+        }
+    }
+}
+
+#[derive(Default)]
+struct AccessBuilder<'a> {
+    ts_ms: Vec<i64>,
+    dims: [ColumnBuilder<'a>; 14],
+    metrics: [Vec<u64>; 8],
+}
+
+impl<'a> AccessBuilder<'a> {
+    fn push(&mut self, ts_ms: i64, dims: impl Iterator<Item = Cow<'a, str>>, metrics: [u64; 8]) {
+        self.ts_ms.push(ts_ms);
+        for (b, v) in self.dims.iter_mut().zip(dims) {
+            b.push(v);
+        }
+        for (col, v) in self.metrics.iter_mut().zip(metrics) {
+            col.push(v);
+        }
+    }
+
+    fn finish(self) -> AccessBatch {
+        AccessBatch { ts_ms: self.ts_ms, dims: self.dims.map(|b| b.column), metrics: self.metrics }
+    }
+}
+
+/// Security events, column by column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecurityBatch {
+    pub ts_ms: Vec<i64>,
+    /// In the order of [`SECURITY_DIMS`].
+    pub dims: [Column; 14],
+}
+
+impl SecurityBatch {
+    pub fn len(&self) -> usize {
+        self.ts_ms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts_ms.is_empty()
+    }
+
+    pub fn from_records(records: &[SecurityRecord]) -> SecurityBatch {
+        let mut b = SecurityBuilder::default();
+        for r in records {
+            b.push(r.ts_ms, r.dims.iter().map(|d| Cow::Borrowed(d.as_str())));
+        }
+        b.finish()
+    }
+
+    pub fn record(&self, i: usize) -> SecurityRecord {
+        SecurityRecord { ts_ms: self.ts_ms[i], dims: std::array::from_fn(|d| self.dims[d].value(i).to_string()) }
+    }
+}
+
+#[derive(Default)]
+struct SecurityBuilder<'a> {
+    ts_ms: Vec<i64>,
+    dims: [ColumnBuilder<'a>; 14],
+}
+
+impl<'a> SecurityBuilder<'a> {
+    fn push(&mut self, ts_ms: i64, dims: impl Iterator<Item = Cow<'a, str>>) {
+        self.ts_ms.push(ts_ms);
+        for (b, v) in self.dims.iter_mut().zip(dims) {
+            b.push(v);
+        }
+    }
+
+    fn finish(self) -> SecurityBatch {
+        SecurityBatch { ts_ms: self.ts_ms, dims: self.dims.map(|b| b.column) }
+    }
+}
+
+type Text<'a> = Cow<'a, str>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AccessLine {
-    timestamp: String,
-    #[serde(default)]
-    browser_name: String,
+struct AccessLine<'a> {
+    #[serde(borrow)]
+    timestamp: Text<'a>,
+    #[serde(default, borrow)]
+    browser_name: Text<'a>,
     #[serde(default)]
     cache_status: u8,
-    #[serde(default)]
-    content_type: String,
-    #[serde(default)]
-    country: String,
-    #[serde(default)]
-    country_code: String,
-    #[serde(default)]
-    device_os: String,
-    #[serde(default)]
-    device_type: String,
-    domain: String,
+    #[serde(default, borrow)]
+    content_type: Text<'a>,
+    #[serde(default, borrow)]
+    country: Text<'a>,
+    #[serde(default, borrow)]
+    country_code: Text<'a>,
+    #[serde(default, borrow)]
+    device_os: Text<'a>,
+    #[serde(default, borrow)]
+    device_type: Text<'a>,
+    #[serde(borrow)]
+    domain: Text<'a>,
     #[serde(default)]
     gna_cache_status: Option<u8>,
     http_status_code: u16,
-    property: String,
-    #[serde(default)]
-    request_type: String,
+    #[serde(borrow)]
+    property: Text<'a>,
+    #[serde(default, borrow)]
+    request_type: Text<'a>,
     scheme: u8,
-    request_url: String,
+    #[serde(borrow)]
+    request_url: Text<'a>,
     #[serde(default)]
     first_mile_bandwidth_bytes: u64,
     #[serde(default)]
@@ -73,34 +243,101 @@ struct AccessLine {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SecurityLine {
-    timestamp: String,
-    source: String,
-    #[serde(default)]
-    event_type: String,
-    #[serde(default)]
-    event_action: String,
-    #[serde(default)]
-    event_severity: String,
-    #[serde(default)]
-    waf_action: String,
-    #[serde(default)]
-    rule_id: String,
-    domain: String,
-    #[serde(default)]
-    property: String,
-    #[serde(default)]
-    client_ip: String,
-    #[serde(default)]
-    client_connection_remote_ip: String,
-    #[serde(default)]
-    client_browser: String,
-    #[serde(default)]
-    client_country_code: String,
+struct SecurityLine<'a> {
+    #[serde(borrow)]
+    timestamp: Text<'a>,
+    #[serde(borrow)]
+    source: Text<'a>,
+    #[serde(default, borrow)]
+    event_type: Text<'a>,
+    #[serde(default, borrow)]
+    event_action: Text<'a>,
+    #[serde(default, borrow)]
+    event_severity: Text<'a>,
+    #[serde(default, borrow)]
+    waf_action: Text<'a>,
+    #[serde(default, borrow)]
+    rule_id: Text<'a>,
+    #[serde(borrow)]
+    domain: Text<'a>,
+    #[serde(default, borrow)]
+    property: Text<'a>,
+    #[serde(default, borrow)]
+    client_ip: Text<'a>,
+    #[serde(default, borrow)]
+    client_connection_remote_ip: Text<'a>,
+    #[serde(default, borrow)]
+    client_browser: Text<'a>,
+    #[serde(default, borrow)]
+    client_country_code: Text<'a>,
     #[serde(default)]
     client_asn: Option<u32>,
-    #[serde(default)]
-    request_path: String,
+    #[serde(default, borrow)]
+    request_path: Text<'a>,
+}
+
+/// How an ingestion body (or file) is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Gzip,
+    Zstd,
+}
+
+impl Encoding {
+    /// From a `Content-Encoding` value.
+    pub fn parse(name: &str) -> Option<Encoding> {
+        match name {
+            "gzip" | "x-gzip" => Some(Encoding::Gzip),
+            "zstd" => Some(Encoding::Zstd),
+            _ => None,
+        }
+    }
+
+    /// From a file name's extension (`.gz`, `.zst`); None for anything else.
+    pub fn of_path(path: &std::path::Path) -> Option<Encoding> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("gz") => Some(Encoding::Gzip),
+            Some("zst" | "zstd") => Some(Encoding::Zstd),
+            _ => None,
+        }
+    }
+
+    /// A reader of what `input` holds, decompressed.
+    pub fn reader<'a, R: std::io::BufRead + 'a>(self, input: R) -> std::io::Result<Box<dyn std::io::Read + 'a>> {
+        Ok(match self {
+            Encoding::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(input)),
+            Encoding::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Encoding::Gzip => "gzip",
+            Encoding::Zstd => "zstd",
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// More than the limit once decompressed.
+    TooLarge,
+    /// Not a valid stream of the encoding (named in the message).
+    Corrupt(String),
+}
+
+/// Decompresses `body`, stopping as soon as it exceeds `limit` bytes: a small body that would expand without
+/// bound (a decompression bomb) costs no more than the limit.
+pub fn decompress(encoding: Encoding, body: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
+    use std::io::Read;
+    let corrupt = |e: std::io::Error| DecodeError::Corrupt(format!("{} ({e})", encoding.name()));
+    let reader = encoding.reader(body).map_err(corrupt)?;
+    let mut out = Vec::with_capacity((body.len() * 4).min(limit) + 1);
+    reader.take(limit as u64 + 1).read_to_end(&mut out).map_err(corrupt)?;
+    if out.len() > limit {
+        return Err(DecodeError::TooLarge);
+    }
+    Ok(out)
 }
 
 /// Longest text a field of a record may hold, in bytes.
@@ -130,8 +367,17 @@ fn clipped(mut message: String) -> String {
     message
 }
 
-fn access(line: &str) -> Result<AccessRecord, String> {
-    let l: AccessLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+/// Small integers as text, for the integer dimensions.
+fn int_text<'a>(v: u64) -> Cow<'a, str> {
+    const SMALL: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    match SMALL.get(v as usize) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(v.to_string()),
+    }
+}
+
+fn access<'a>(line: &'a str, out: &mut AccessBuilder<'a>) -> Result<(), String> {
+    let l: AccessLine<'a> = serde_json::from_str(line).map_err(|e| e.to_string())?;
     short_texts(&[
         ("timestamp", &l.timestamp),
         ("browser_name", &l.browser_name),
@@ -163,18 +409,18 @@ fn access(line: &str) -> Result<AccessRecord, String> {
     }
     let dims = [
         l.browser_name,
-        l.cache_status.to_string(),
+        int_text(u64::from(l.cache_status)),
         l.content_type,
         l.country,
         l.country_code,
         l.device_os,
         l.device_type,
         l.domain,
-        l.gna_cache_status.map(|g| g.to_string()).unwrap_or_default(),
-        l.http_status_code.to_string(),
+        l.gna_cache_status.map(|g| int_text(u64::from(g))).unwrap_or_default(),
+        int_text(u64::from(l.http_status_code)),
         l.property,
         l.request_type,
-        l.scheme.to_string(),
+        int_text(u64::from(l.scheme)),
         l.request_url,
     ];
     let metrics = [
@@ -187,11 +433,12 @@ fn access(line: &str) -> Result<AccessRecord, String> {
         l.time_to_first_byte_ms,
         l.time_to_last_byte_ms,
     ];
-    Ok(AccessRecord { ts_ms, dims, metrics })
+    out.push(ts_ms, dims.into_iter(), metrics);
+    Ok(())
 }
 
-fn security(line: &str) -> Result<SecurityRecord, String> {
-    let l: SecurityLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+fn security<'a>(line: &'a str, out: &mut SecurityBuilder<'a>) -> Result<(), String> {
+    let l: SecurityLine<'a> = serde_json::from_str(line).map_err(|e| e.to_string())?;
     short_texts(&[
         ("timestamp", &l.timestamp),
         ("source", &l.source),
@@ -209,10 +456,10 @@ fn security(line: &str) -> Result<SecurityRecord, String> {
         ("request_path", &l.request_path),
     ])?;
     let ts_ms = parse_time(&l.timestamp).map_err(|e| format!("timestamp: {e}"))?;
-    if !["waf", "trafficshaping"].contains(&l.source.as_str()) {
+    if !["waf", "trafficshaping"].contains(&l.source.as_ref()) {
         return Err(format!("source {:?} is not waf or trafficshaping", l.source));
     }
-    if l.source == "trafficshaping" && !["BLOCK", "RATE_LIMIT", "WARN"].contains(&l.event_action.as_str()) {
+    if l.source == "trafficshaping" && !["BLOCK", "RATE_LIMIT", "WARN"].contains(&l.event_action.as_ref()) {
         return Err(format!(
             "event_action {:?} of a traffic-shaping event is not BLOCK, RATE_LIMIT or WARN",
             l.event_action
@@ -221,49 +468,52 @@ fn security(line: &str) -> Result<SecurityRecord, String> {
     if l.domain.is_empty() {
         return Err("domain must not be empty".into());
     }
-    let id = |n: &str| super::dim_id(n).unwrap_or(0);
-    let dims = vec![
-        (id("source"), l.source),
-        (id("event_type"), l.event_type),
-        (id("event_action"), l.event_action),
-        (id("event_severity"), l.event_severity),
-        (id("waf_action"), l.waf_action),
-        (id("rule_id"), l.rule_id),
-        (id("domain"), l.domain),
-        (id("property"), l.property),
-        (id("client_ip"), l.client_ip),
-        (id("client_connection_remote_ip"), l.client_connection_remote_ip),
-        (id("client_browser"), l.client_browser),
-        (id("client_country_code"), l.client_country_code),
-        (id("client_asn"), l.client_asn.map(|a| a.to_string()).unwrap_or_default()),
-        (id("request_path"), l.request_path),
+    // In the order of SECURITY_DIMS.
+    let dims = [
+        l.source,
+        l.event_type,
+        l.event_action,
+        l.event_severity,
+        l.waf_action,
+        l.rule_id,
+        l.domain,
+        l.property,
+        l.client_ip,
+        l.client_connection_remote_ip,
+        l.client_browser,
+        l.client_country_code,
+        l.client_asn.map(|a| int_text(u64::from(a))).unwrap_or_default(),
+        l.request_path,
     ];
-    debug_assert!(dims.iter().all(|(i, _)| *i < DIMS.len()));
-    Ok(SecurityRecord { ts_ms, dims })
+    out.push(ts_ms, dims.into_iter());
+    Ok(())
 }
 
-/// Parses NDJSON: the good records and the rejected lines (1-based, with why).
-fn parse<T>(body: &str, one: fn(&str) -> Result<T, String>) -> (Vec<T>, Vec<RejectedLine>) {
-    let mut good = Vec::new();
+/// Parses NDJSON with `one` per non-blank line; returns the rejected lines (1-based, with why).
+fn parse<'a, B>(body: &'a str, out: &mut B, one: fn(&'a str, &mut B) -> Result<(), String>) -> Vec<RejectedLine> {
     let mut bad = Vec::new();
-    for (i, line) in body.lines().enumerate() {
+    for (i, line) in body.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
-        match one(line) {
-            Ok(r) => good.push(r),
-            Err(message) => bad.push(RejectedLine { line: i as u64 + 1, message: clipped(message) }),
+        if let Err(message) = one(line, out) {
+            bad.push(RejectedLine { line: i as u64 + 1, message: clipped(message) });
         }
     }
-    (good, bad)
+    bad
 }
 
-pub fn parse_access(body: &str) -> (Vec<AccessRecord>, Vec<RejectedLine>) {
-    parse(body, access)
+pub fn parse_access(body: &str) -> (AccessBatch, Vec<RejectedLine>) {
+    let mut b = AccessBuilder::default();
+    let bad = parse(body, &mut b, access);
+    (b.finish(), bad)
 }
 
-pub fn parse_security(body: &str) -> (Vec<SecurityRecord>, Vec<RejectedLine>) {
-    parse(body, security)
+pub fn parse_security(body: &str) -> (SecurityBatch, Vec<RejectedLine>) {
+    let mut b = SecurityBuilder::default();
+    let bad = parse(body, &mut b, security);
+    (b.finish(), bad)
 }
 
 #[cfg(test)]
@@ -283,7 +533,7 @@ mod tests {
         );
         let (good, bad) = parse_access(body);
         assert_eq!(good.len(), 1);
-        assert_eq!(good[0].metrics[1], 3);
+        assert_eq!(good.metrics[1][0], 3);
         assert_eq!(bad.iter().map(|b| b.line).collect::<Vec<_>>(), [3, 4, 5, 6]);
         assert!(bad[1].message.contains("time-zone designator"));
         assert!(bad[2].message.contains("scheme 3"));
@@ -295,7 +545,7 @@ mod tests {
         let (good, _) = parse_access(
             r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.com","property":"p","http_status_code":404,"scheme":1,"request_url":"/"}"#,
         );
-        assert_eq!(good[0].metrics[1], 1);
+        assert_eq!(good.metrics[1][0], 1);
         let (good, bad) = parse_security(concat!(
             r#"{"timestamp":"2026-01-01T00:00:00","source":"waf","event_action":"BLOCK","domain":"a.com","rule_id":"942100"}"#,
             "\n",

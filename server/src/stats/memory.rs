@@ -16,7 +16,9 @@ use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS
 use rustc_hash::FxHashMap;
 
 use super::{
-    AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityRecord, StatsEngine, dim_id,
+    AccessBatch, AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, SecurityRecord,
+    StatsEngine, dim_id,
+    ingest::{Column, SECURITY_DIMS},
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -28,23 +30,8 @@ const ID_BITS: u32 = 25;
 pub const MAX_IDS: usize = 1 << ID_BITS;
 /// Raw security events are kept for the previous three days plus today.
 const EVENT_DAYS: i64 = 3;
-/// Security event dimensions stored with each raw event (ids into [`DIMS`]).
-const EVENT_DIMS: [&str; 14] = [
-    "source",
-    "event_type",
-    "event_action",
-    "event_severity",
-    "waf_action",
-    "rule_id",
-    "domain",
-    "property",
-    "client_ip",
-    "client_connection_remote_ip",
-    "client_browser",
-    "client_country_code",
-    "client_asn",
-    "request_path",
-];
+/// Security event dimensions stored with each raw event (ids into [`DIMS`]): those of a security batch.
+const EVENT_DIMS: [&str; 14] = SECURITY_DIMS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -238,6 +225,157 @@ struct Rollup {
     blocks: BTreeMap<i64, Block>,
 }
 
+impl Rollup {
+    /// Drops the upsert indexes of buckets more than two of their own lengths behind the newest: they are a
+    /// cache, rebuilt if late data arrives.
+    fn seal(&mut self, step: i64) {
+        let Some((&newest, _)) = self.blocks.last_key_value() else { return };
+        for (_, block) in self.blocks.range_mut(..newest - 2 * step).rev() {
+            if block.index.is_none() {
+                break;
+            }
+            block.index = None;
+        }
+    }
+}
+
+/// Keys with at most this many possible values are aggregated in a table rather than a hash map.
+const DENSE_KEYS: usize = 4096;
+
+/// A batch's records summed per bucket and key of one rollup, before they are merged into it: one lookup in a
+/// small map per record, one in the stored block per distinct row. Rows keep the order their first record
+/// had, so a rollup's rows are in the same order however records were batched.
+#[derive(Default)]
+struct Aggregator {
+    index: FxHashMap<(i64, u128), u32>,
+    /// For keys with few possible values (the product of the batch's distinct values per column): the row of
+    /// each combination in the first bucket seen, found by arithmetic instead of hashing.
+    dense: Vec<u32>,
+    rows: Rows,
+    order: Vec<u32>,
+}
+
+/// The rows of an [`Aggregator`].
+#[derive(Default)]
+struct Rows {
+    /// Per row: its bucket.
+    buckets: Vec<i64>,
+    /// Per row: its dictionary ids (`k` a row) and its sums (`m` a row).
+    dims: Vec<u32>,
+    sums: Vec<u64>,
+}
+
+impl Rows {
+    fn add_to(&mut self, row: usize, i: usize, metrics: &[&[u64]]) {
+        let at = row * metrics.len();
+        for (slot, col) in self.sums[at..at + metrics.len()].iter_mut().zip(metrics) {
+            *slot += col[i];
+        }
+    }
+
+    fn new_row(
+        &mut self,
+        bucket: i64,
+        i: usize,
+        columns: &[usize],
+        local: &[&[u32]],
+        maps: &[Vec<u32>],
+        metrics: &[&[u64]],
+    ) {
+        self.buckets.push(bucket);
+        self.dims.extend(columns.iter().map(|c| maps[*c][local[*c][i] as usize]));
+        self.sums.extend(metrics.iter().map(|col| col[i]));
+    }
+}
+
+impl Aggregator {
+    /// Sums the records of `ts` that are `wanted` and whose bucket is kept (from `kept_from`), per bucket of
+    /// `spec`'s granularity and values of `columns` (batch ids in `local`, dictionary ids through `maps`).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        spec: &Spec,
+        ts: &[i64],
+        columns: &[usize],
+        local: &[&[u32]],
+        maps: &[Vec<u32>],
+        metrics: &[&[u64]],
+        wanted: Option<&[bool]>,
+        kept_from: Option<i64>,
+    ) {
+        self.index.clear();
+        self.rows.buckets.clear();
+        self.rows.dims.clear();
+        self.rows.sums.clear();
+        let step = spec.granularity.millis();
+        let from = kept_from.unwrap_or(i64::MIN);
+        let combinations =
+            columns.iter().try_fold(1usize, |p, c| p.checked_mul(maps[*c].len().max(1))).unwrap_or(usize::MAX);
+        let dense = combinations <= DENSE_KEYS;
+        if dense {
+            self.dense.clear();
+            self.dense.resize(combinations, u32::MAX);
+        }
+        let mut dense_bucket = None;
+        for (i, t) in ts.iter().enumerate() {
+            if wanted.is_some_and(|w| !w[i]) {
+                continue;
+            }
+            let bucket = t - t.rem_euclid(step);
+            if bucket < from {
+                continue;
+            }
+            if dense && *dense_bucket.get_or_insert(bucket) == bucket {
+                let at = columns.iter().fold(0usize, |k, c| k * maps[*c].len() + local[*c][i] as usize);
+                match self.dense[at] {
+                    u32::MAX => {
+                        self.dense[at] = self.rows.buckets.len() as u32;
+                        self.rows.new_row(bucket, i, columns, local, maps, metrics);
+                    }
+                    row => self.rows.add_to(row as usize, i, metrics),
+                }
+                continue;
+            }
+            let key = columns.iter().fold(0u128, |k, c| (k << ID_BITS) | u128::from(local[*c][i]));
+            match self.index.entry((bucket, key)) {
+                std::collections::hash_map::Entry::Occupied(e) => self.rows.add_to(*e.get() as usize, i, metrics),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(self.rows.buckets.len() as u32);
+                    self.rows.new_row(bucket, i, columns, local, maps, metrics);
+                }
+            }
+        }
+    }
+
+    /// Adds the rows summed by [`Aggregator::run`] to `rollup`, bucket by bucket.
+    fn merge_into(&mut self, spec: &Spec, rollup: &mut Rollup) {
+        let (k, n) = (spec.dims.len(), self.rows.buckets.len());
+        if n == 0 {
+            return;
+        }
+        let m = self.rows.sums.len() / n;
+        self.order.clear();
+        self.order.extend(0..n as u32);
+        if self.rows.buckets.windows(2).any(|w| w[0] != w[1]) {
+            let buckets = &self.rows.buckets;
+            self.order.sort_by_key(|r| buckets[*r as usize]);
+        }
+        let mut current: Option<(i64, &mut Block)> = None;
+        for r in self.order.iter().map(|r| *r as usize) {
+            let bucket = self.rows.buckets[r];
+            let block = match current {
+                Some((b, block)) if b == bucket => block,
+                _ => rollup.blocks.entry(bucket).or_insert_with(|| Block::new(k, spec.metrics)),
+            };
+            let dims = &self.rows.dims[r * k..(r + 1) * k];
+            let key = dims.iter().fold(0u128, |key, v| (key << ID_BITS) | u128::from(*v));
+            block.add(key, |d| dims[d], &self.rows.sums[r * m..(r + 1) * m]);
+            current = Some((bucket, block));
+        }
+        rollup.seal(spec.granularity.millis());
+    }
+}
+
 /// Raw security events, in arrival order (sorted by time when queried).
 #[derive(Default)]
 struct Events {
@@ -261,20 +399,34 @@ impl Events {
     }
 }
 
+/// One customer's statistics. Each part has a lock of its own, so that a query waits only while the rollup
+/// it reads is being merged into, not for a whole batch.
 struct Tenant {
-    dicts: Vec<Dict>,
-    rollups: Vec<Rollup>,
-    events: Events,
+    dicts: RwLock<Vec<Dict>>,
+    rollups: Vec<RwLock<Rollup>>,
+    events: RwLock<Events>,
 }
 
 impl Tenant {
     fn new(n_specs: usize) -> Self {
         Tenant {
-            dicts: DIMS.iter().map(|_| Dict::default()).collect(),
-            rollups: (0..n_specs).map(|_| Rollup::default()).collect(),
-            events: Events { ts: Vec::new(), cols: vec![Vec::new(); EVENT_DIMS.len()], sorted: true },
+            dicts: RwLock::new(DIMS.iter().map(|_| Dict::default()).collect()),
+            rollups: (0..n_specs).map(|_| RwLock::new(Rollup::default())).collect(),
+            events: RwLock::new(Events { ts: Vec::new(), cols: vec![Vec::new(); EVENT_DIMS.len()], sorted: true }),
         }
     }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn get_mut<T>(lock: &mut RwLock<T>) -> &mut T {
+    lock.get_mut().unwrap_or_else(|e| e.into_inner())
 }
 
 pub struct MemoryEngine {
@@ -283,9 +435,12 @@ pub struct MemoryEngine {
     specs: Vec<Spec>,
     /// Distinct values a dimension of one customer may hold ([`MAX_IDS`] unless opened for a test).
     max_ids: usize,
-    tenants: RwLock<HashMap<CustomerId, Arc<RwLock<Tenant>>>>,
+    tenants: RwLock<HashMap<CustomerId, Arc<Tenant>>>,
     /// The write-ahead log; holding it also orders appends with checkpoints.
     wal: Mutex<Wal>,
+    /// Held (shared) by every application of a logged batch, taken before the log is released: a checkpoint,
+    /// holding the log, takes it exclusively to wait for the batches logged before it.
+    applying: RwLock<()>,
 }
 
 struct Wal {
@@ -357,22 +512,131 @@ impl<'a> Dec<'a> {
     }
 }
 
-fn wire_access(records: &[AccessRecord]) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(records.len() * 200));
-    for r in records {
-        e.i64(r.ts_ms);
-        for d in &r.dims {
-            e.str(d);
+// Batches in the log, column by column: each text column as its distinct values and one index a record (1, 2
+// or 4 bytes, by how many values there are), times and metrics as LEB128 varints (times as zigzag deltas).
+const KIND_ACCESS_ROWS: u8 = 0;
+const KIND_SECURITY_ROWS: u8 = 1;
+const KIND_ACCESS: u8 = 2;
+const KIND_SECURITY: u8 = 3;
+
+impl Enc {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push((v as u8) | 0x80);
+            v >>= 7;
         }
-        for m in r.metrics {
-            e.u64(m);
+        self.0.push(v as u8);
+    }
+
+    fn times(&mut self, ts: &[i64]) {
+        let mut last = 0i64;
+        for t in ts {
+            let d = t.wrapping_sub(last);
+            self.varint(((d << 1) ^ (d >> 63)) as u64);
+            last = *t;
         }
+    }
+
+    fn column(&mut self, c: &Column) {
+        self.u32(c.values.len() as u32);
+        for v in &c.values {
+            self.str(v);
+        }
+        match c.values.len() {
+            0..=256 => self.0.extend(c.ids.iter().map(|i| *i as u8)),
+            257..=65536 => c.ids.iter().for_each(|i| self.0.extend_from_slice(&(*i as u16).to_le_bytes())),
+            _ => c.ids.iter().for_each(|i| self.u32(*i)),
+        }
+    }
+}
+
+impl Dec<'_> {
+    fn varint(&mut self) -> anyhow::Result<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        anyhow::bail!("bad varint")
+    }
+
+    fn times(&mut self, n: usize) -> anyhow::Result<Vec<i64>> {
+        let mut last = 0i64;
+        (0..n)
+            .map(|_| {
+                let z = self.varint()?;
+                last = last.wrapping_add(((z >> 1) as i64) ^ -((z & 1) as i64));
+                Ok(last)
+            })
+            .collect()
+    }
+
+    fn column(&mut self, n: usize) -> anyhow::Result<Column> {
+        let count = self.u32()? as usize;
+        let values = (0..count).map(|_| Ok(self.str()?.to_string())).collect::<anyhow::Result<Vec<_>>>()?;
+        let ids: Vec<u32> = match count {
+            0..=256 => self.take(n)?.iter().map(|b| u32::from(*b)).collect(),
+            257..=65536 => {
+                self.take(n * 2)?.chunks_exact(2).map(|c| u32::from(u16::from_le_bytes([c[0], c[1]]))).collect()
+            }
+            _ => (0..n).map(|_| self.u32()).collect::<anyhow::Result<_>>()?,
+        };
+        anyhow::ensure!(ids.iter().all(|i| (*i as usize) < count), "a value index out of range");
+        Ok(Column { values, ids })
+    }
+}
+
+fn wire_access(b: &AccessBatch) -> Vec<u8> {
+    let mut e = Enc(Vec::with_capacity(b.len() * 48));
+    e.times(&b.ts_ms);
+    for c in &b.dims {
+        e.column(c);
+    }
+    for col in &b.metrics {
+        col.iter().for_each(|v| e.varint(*v));
     }
     e.0
 }
 
-fn decode_access(mut d: Dec, count: u32) -> anyhow::Result<Vec<AccessRecord>> {
-    (0..count)
+fn wire_security(b: &SecurityBatch) -> Vec<u8> {
+    let mut e = Enc(Vec::with_capacity(b.len() * 32));
+    e.times(&b.ts_ms);
+    for c in &b.dims {
+        e.column(c);
+    }
+    e.0
+}
+
+fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch> {
+    let ts_ms = d.times(n)?;
+    let mut dims: [Column; 14] = Default::default();
+    for c in &mut dims {
+        *c = d.column(n)?;
+    }
+    let mut metrics: [Vec<u64>; METRICS] = Default::default();
+    for col in &mut metrics {
+        *col = (0..n).map(|_| d.varint()).collect::<anyhow::Result<_>>()?;
+    }
+    anyhow::ensure!(d.0.is_empty(), "bytes after the batch");
+    Ok(AccessBatch { ts_ms, dims, metrics })
+}
+
+fn decode_security(mut d: Dec, n: usize) -> anyhow::Result<SecurityBatch> {
+    let ts_ms = d.times(n)?;
+    let mut dims: [Column; 14] = Default::default();
+    for c in &mut dims {
+        *c = d.column(n)?;
+    }
+    anyhow::ensure!(d.0.is_empty(), "bytes after the batch");
+    Ok(SecurityBatch { ts_ms, dims })
+}
+
+/// Access records as logged by versions before batches were columnar.
+fn decode_access_rows(mut d: Dec, count: u32) -> anyhow::Result<AccessBatch> {
+    let records = (0..count)
         .map(|_| {
             let ts_ms = d.i64()?;
             let mut dims: [String; 14] = Default::default();
@@ -385,37 +649,26 @@ fn decode_access(mut d: Dec, count: u32) -> anyhow::Result<Vec<AccessRecord>> {
             }
             Ok(AccessRecord { ts_ms, dims, metrics })
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(AccessBatch::from_records(&records))
 }
 
-fn wire_security(records: &[SecurityRecord]) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(records.len() * 150));
-    for r in records {
-        e.i64(r.ts_ms);
-        e.u32(r.dims.len() as u32);
-        for (id, v) in &r.dims {
-            e.u32(*id as u32);
-            e.str(v);
-        }
-    }
-    e.0
-}
-
-fn decode_security(mut d: Dec, count: u32) -> anyhow::Result<Vec<SecurityRecord>> {
-    (0..count)
+/// Security events as logged by versions before batches were columnar.
+fn decode_security_rows(mut d: Dec, count: u32) -> anyhow::Result<SecurityBatch> {
+    let records = (0..count)
         .map(|_| {
             let ts_ms = d.i64()?;
-            let n = d.u32()?;
-            let dims = (0..n)
-                .map(|_| {
-                    let id = d.u32()? as usize;
-                    anyhow::ensure!(id < DIMS.len(), "bad dimension id");
-                    Ok((id, d.str()?.to_string()))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
+            let mut dims: [String; 14] = Default::default();
+            for _ in 0..d.u32()? {
+                let id = d.u32()? as usize;
+                let v = d.str()?.to_string();
+                let at = DIMS.get(id).and_then(|name| EVENT_DIMS.iter().position(|n| n == name));
+                dims[at.ok_or_else(|| anyhow::anyhow!("bad dimension id"))?] = v;
+            }
             Ok(SecurityRecord { ts_ms, dims })
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(SecurityBatch::from_records(&records))
 }
 
 impl MemoryEngine {
@@ -452,11 +705,12 @@ impl MemoryEngine {
             }),
             specs,
             max_ids,
+            applying: RwLock::new(()),
         };
         {
             let mut map = engine.tenants.write().unwrap_or_else(|e| e.into_inner());
             for (id, t) in tenants {
-                map.insert(id, Arc::new(RwLock::new(t)));
+                map.insert(id, Arc::new(t));
             }
         }
         let (seq, valid_len) = engine.replay(&wal_path, applied)?;
@@ -499,16 +753,33 @@ impl MemoryEngine {
             }
             seq = s;
             let result = match kind {
-                0 => decode_access(Dec(payload), count).map_err(IngestError::from).and_then(|records| {
-                    let encoded = self.encode_access(customer, &records)?;
-                    self.apply_access(customer, &records, &encoded);
-                    Ok(())
-                }),
-                _ => decode_security(Dec(payload), count).map_err(IngestError::from).and_then(|records| {
-                    let encoded = self.encode_security(customer, &records)?;
-                    self.apply_security(customer, &records, &encoded);
-                    Ok(())
-                }),
+                KIND_ACCESS | KIND_ACCESS_ROWS => {
+                    let batch = if kind == KIND_ACCESS {
+                        decode_access(Dec(payload), count as usize)
+                    } else {
+                        decode_access_rows(Dec(payload), count)
+                    };
+                    batch.map_err(IngestError::from).and_then(|b| {
+                        let tenant = self.tenant(customer);
+                        let maps = self.encode_access(&tenant, &b)?;
+                        self.apply_access(&tenant, &b, &maps);
+                        Ok(())
+                    })
+                }
+                KIND_SECURITY | KIND_SECURITY_ROWS => {
+                    let batch = if kind == KIND_SECURITY {
+                        decode_security(Dec(payload), count as usize)
+                    } else {
+                        decode_security_rows(Dec(payload), count)
+                    };
+                    batch.map_err(IngestError::from).and_then(|b| {
+                        let tenant = self.tenant(customer);
+                        let maps = self.encode_security(&tenant, &b)?;
+                        self.apply_security(&tenant, &b, &maps);
+                        Ok(())
+                    })
+                }
+                other => Err(IngestError::Internal(anyhow::anyhow!("unknown kind of batch {other}"))),
             };
             // A whole, checksummed batch that cannot be applied (written by an older version, or refused by a
             // limit since lowered) is skipped and kept aside for the operator: the rest of the log still counts.
@@ -529,22 +800,23 @@ impl MemoryEngine {
         Ok((seq, valid))
     }
 
-    fn tenant(&self, customer: CustomerId) -> Arc<RwLock<Tenant>> {
-        if let Some(t) = self.tenants.read().unwrap_or_else(|e| e.into_inner()).get(&customer) {
+    fn tenant(&self, customer: CustomerId) -> Arc<Tenant> {
+        if let Some(t) = read(&self.tenants).get(&customer) {
             return t.clone();
         }
-        let mut map = self.tenants.write().unwrap_or_else(|e| e.into_inner());
-        map.entry(customer).or_insert_with(|| Arc::new(RwLock::new(Tenant::new(self.specs.len())))).clone()
+        let mut map = write(&self.tenants);
+        map.entry(customer).or_insert_with(|| Arc::new(Tenant::new(self.specs.len()))).clone()
     }
 
-    fn existing_tenant(&self, customer: CustomerId) -> Option<Arc<RwLock<Tenant>>> {
-        self.tenants.read().unwrap_or_else(|e| e.into_inner()).get(&customer).cloned()
+    fn existing_tenant(&self, customer: CustomerId) -> Option<Arc<Tenant>> {
+        read(&self.tenants).get(&customer).cloned()
     }
 
-    /// Appends a batch to the log and syncs it; then `apply` runs while the log is still held, so that a
-    /// checkpoint never falls between a logged batch and its application. `apply` cannot fail: whatever could
-    /// refuse the batch happened before it was logged. A failed write is cut off the log, so that nothing
-    /// appended later sits behind a torn batch (replay stops at one).
+    /// Appends a batch to the log and syncs it; then `apply` runs, registered as applying before the log is
+    /// released, so that a checkpoint never falls between a logged batch and its application (batches of
+    /// concurrent requests are applied at the same time, rollup by rollup). `apply` cannot fail: whatever
+    /// could refuse the batch happened before it was logged. A failed write is cut off the log, so that
+    /// nothing appended later sits behind a torn batch (replay stops at one).
     fn logged(
         &self,
         kind: u8,
@@ -553,10 +825,10 @@ impl MemoryEngine {
         payload: Vec<u8>,
         apply: impl FnOnce(),
     ) -> anyhow::Result<()> {
+        let mut e = Enc(Vec::with_capacity(payload.len() + 45));
         let mut wal = self.wal.lock().unwrap_or_else(|e| e.into_inner());
         anyhow::ensure!(!wal.broken, "the statistics log could not be repaired after a failed write; restart");
         let seq = wal.seq + 1;
-        let mut e = Enc(Vec::with_capacity(payload.len() + 45));
         e.u32(WAL_MAGIC);
         e.u64(seq);
         e.u8(kind);
@@ -576,7 +848,10 @@ impl MemoryEngine {
         }
         wal.seq = seq;
         wal.bytes += e.0.len() as u64;
+        let applying = read(&self.applying);
+        drop(wal);
         apply();
+        drop(applying);
         Ok(())
     }
 
@@ -584,192 +859,115 @@ impl MemoryEngine {
         g.kept_from(self.clock.now_ms())
     }
 
-    /// Runs `encode` on a customer's dictionaries with `intern(dim, value)` giving ids; when a dictionary is
-    /// full, the values added so far are forgotten and nothing of the batch is stored.
-    fn encoded<T>(
-        &self,
-        customer: CustomerId,
-        encode: impl FnOnce(&mut dyn FnMut(usize, &str) -> Option<u32>) -> Option<T>,
-    ) -> Result<T, IngestError> {
-        let tenant = self.tenant(customer);
-        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-        let lens: Vec<usize> = t.dicts.iter().map(|d| d.values.len()).collect();
-        let mut full = None;
-        let result = encode(&mut |dim, v| {
-            let id = t.dicts[dim].id(v, self.max_ids);
-            if id.is_none() {
-                full = Some(dim);
-            }
-            id
-        });
-        match (result, full) {
-            (Some(encoded), None) => Ok(encoded),
-            (_, dim) => {
-                for (d, len) in t.dicts.iter_mut().zip(lens) {
-                    d.truncate(len);
+    /// Maps each column's batch values to the customer's dictionary ids (`columns`: the dictionary of each
+    /// column, by [`DIMS`] id). When a dictionary is full, the values added so far are forgotten and nothing
+    /// of the batch is stored.
+    fn encode(&self, tenant: &Tenant, columns: &[(usize, &Column)]) -> Result<Vec<Vec<u32>>, IngestError> {
+        let mut dicts = write(&tenant.dicts);
+        let lens: Vec<usize> = dicts.iter().map(|d| d.values.len()).collect();
+        let mut maps = Vec::with_capacity(columns.len());
+        for (dim, column) in columns {
+            let map: Option<Vec<u32>> = column.values.iter().map(|v| dicts[*dim].id(v, self.max_ids)).collect();
+            match map {
+                Some(map) => maps.push(map),
+                None => {
+                    for (d, len) in dicts.iter_mut().zip(lens) {
+                        d.truncate(len);
+                    }
+                    return Err(IngestError::Full(format!(
+                        "{} already holds {} distinct values for this customer",
+                        DIMS[*dim], self.max_ids
+                    )));
                 }
-                Err(IngestError::Full(format!(
-                    "{} already holds {} distinct values for this customer",
-                    DIMS[dim.unwrap_or(0)],
-                    self.max_ids
-                )))
             }
         }
+        Ok(maps)
     }
 
-    /// Dictionary ids of each record's delivery dimensions, and of its country as a `client_country_code`
-    /// (request trends).
-    fn encode_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<Vec<[u32; 15]>, IngestError> {
-        let client_country = dim_id("client_country_code").unwrap_or(0);
-        let waf_action = dim_id("waf_action").unwrap_or(0);
-        self.encoded(customer, |id| {
-            id(waf_action, "ALLOW")?;
-            let mut encoded = Vec::with_capacity(records.len());
-            for r in records {
-                let mut e = [0u32; 15];
-                for (i, v) in r.dims.iter().enumerate() {
-                    e[i] = id(i, v)?;
-                }
-                e[14] = id(client_country, &r.dims[4])?;
-                encoded.push(e);
-            }
-            Some(encoded)
-        })
+    /// Dictionary ids of an access batch's values, by access column (see [`AccessColumns`]).
+    fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<Vec<Vec<u32>>, IngestError> {
+        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+        let mut columns: Vec<(usize, &Column)> = b.dims.iter().enumerate().collect();
+        columns.push((dim_id("client_country_code").unwrap_or(0), &b.dims[4]));
+        columns.push((dim_id("waf_action").unwrap_or(0), &allow));
+        self.encode(tenant, &columns)
     }
 
-    /// Dictionary ids of each event's dimensions, by [`DIMS`] id (absent ones: the empty value).
-    fn encode_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<Vec<Vec<u32>>, IngestError> {
-        let source = dim_id("source").unwrap_or(0);
-        let action = dim_id("event_action").unwrap_or(0);
-        self.encoded(customer, |id| {
-            id(source, "waf")?;
-            id(action, "RATE_LIMIT")?;
-            let mut encoded = Vec::with_capacity(records.len());
-            for r in records {
-                let mut e = vec![u32::MAX; DIMS.len()];
-                for (d, v) in &r.dims {
-                    e[*d] = id(*d, v)?;
-                }
-                for (d, slot) in e.iter_mut().enumerate() {
-                    if *slot == u32::MAX {
-                        *slot = id(d, "")?;
-                    }
-                }
-                encoded.push(e);
-            }
-            Some(encoded)
-        })
+    /// Dictionary ids of a security batch's values, by column (in [`SECURITY_DIMS`] order).
+    fn encode_security(&self, tenant: &Tenant, b: &SecurityBatch) -> Result<Vec<Vec<u32>>, IngestError> {
+        let columns: Vec<(usize, &Column)> =
+            b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect();
+        self.encode(tenant, &columns)
     }
 
-    /// Adds encoded records (see [`MemoryEngine::encode_access`]) to every delivery rollup.
-    fn apply_access(&self, customer: CustomerId, records: &[AccessRecord], encoded: &[[u32; 15]]) {
-        let tenant = self.tenant(customer);
-        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-        let t = &mut *t;
-        let waf_action = dim_id("waf_action").unwrap_or(0);
-        let client_country = dim_id("client_country_code").unwrap_or(0);
-        let allow = t.dicts[waf_action].get("ALLOW").unwrap_or(0);
-        for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
-            let keep_from = self.retention_start(spec.granularity).unwrap_or(i64::MIN);
-            let step = spec.granularity.millis();
-            match spec.kind {
-                Kind::Delivery | Kind::TopKUrl => {
-                    for (r, e) in records.iter().zip(encoded) {
-                        if r.ts_ms < keep_from {
-                            continue;
-                        }
-                        let bucket = r.ts_ms - r.ts_ms.rem_euclid(step);
-                        let key = spec.dims.iter().fold(0u128, |k, d| (k << ID_BITS) | u128::from(e[*d]));
-                        let block =
-                            rollup.blocks.entry(bucket).or_insert_with(|| Block::new(spec.dims.len(), spec.metrics));
-                        let metrics: &[u64] =
-                            if spec.metrics == METRICS { &r.metrics } else { &r.metrics[HITS..HITS + 1] };
-                        block.add(key, |i| e[spec.dims[i]], metrics);
-                    }
-                }
-                Kind::RequestTrend => {
-                    // Every logged request counts, as ALLOW: requests no security rule acted on.
-                    for (r, e) in records.iter().zip(encoded) {
-                        if r.ts_ms < keep_from {
-                            continue;
-                        }
-                        let value = |d: usize| match d {
-                            d if d == waf_action => allow,
-                            d if d == client_country => e[14],
-                            d if d < 14 => e[d],
-                            _ => 0,
-                        };
-                        let bucket = r.ts_ms - r.ts_ms.rem_euclid(step);
-                        let key = spec.dims.iter().fold(0u128, |k, d| (k << ID_BITS) | u128::from(value(*d)));
-                        let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(spec.dims.len(), 1));
-                        block.add(key, |i| value(spec.dims[i]), &r.metrics[HITS..HITS + 1]);
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.seal(t);
-    }
-
-    /// Adds encoded events (see [`MemoryEngine::encode_security`]) to the raw events and every security
-    /// rollup.
-    fn apply_security(&self, customer: CustomerId, records: &[SecurityRecord], encoded: &[Vec<u32>]) {
-        let tenant = self.tenant(customer);
-        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-        let t = &mut *t;
-        let source = dim_id("source").unwrap_or(0);
-        let action = dim_id("event_action").unwrap_or(0);
-        let waf = t.dicts[source].get("waf").unwrap_or(u32::MAX);
-        let rate_limit = t.dicts[action].get("RATE_LIMIT").unwrap_or(u32::MAX);
-        let now = self.clock.now_ms();
-        let events_from = day_start(now) - EVENT_DAYS * 86_400_000;
-        for (r, e) in records.iter().zip(encoded) {
-            if r.ts_ms < events_from {
-                continue;
-            }
-            if t.events.ts.last().is_some_and(|last| *last > r.ts_ms) {
-                t.events.sorted = false;
-            }
-            t.events.ts.push(r.ts_ms);
-            for (col, name) in t.events.cols.iter_mut().zip(EVENT_DIMS) {
-                col.push(e[dim_id(name).unwrap_or(0)]);
-            }
-        }
-        let one = [1u64];
-        for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
-            let wanted: fn(u32, u32, u32, u32) -> bool = match spec.kind {
-                Kind::WafTrend | Kind::RequestTrend | Kind::TopK { waf: true, .. } => |s, waf, _, _| s == waf,
-                Kind::ShapingTrend | Kind::TopK { waf: false, rate_limited: false } => |s, waf, _, _| s != waf,
-                Kind::TopK { waf: false, rate_limited: true } => |s, waf, a, rl| s != waf && a == rl,
+    /// Adds an encoded access batch to every delivery, top-K URL and request-trend rollup.
+    fn apply_access(&self, tenant: &Tenant, b: &AccessBatch, maps: &[Vec<u32>]) {
+        let n = b.len();
+        let zeros = vec![0u32; n];
+        // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
+        let mut local: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
+        local.push(&b.dims[4].ids);
+        local.push(&zeros);
+        let column_of = |d: usize| match DIMS[d] {
+            "client_country_code" => 14,
+            "waf_action" => 15,
+            _ => d,
+        };
+        let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
+        let mut agg = Aggregator::default();
+        for (spec, rollup) in self.specs.iter().zip(&tenant.rollups) {
+            let metric_cols: &[&[u64]] = match spec.kind {
+                Kind::Delivery => &metrics,
+                Kind::TopKUrl | Kind::RequestTrend => &metrics[HITS..HITS + 1],
                 _ => continue,
             };
-            let keep_from = self.retention_start(spec.granularity).unwrap_or(i64::MIN);
-            let step = spec.granularity.millis();
-            for (r, e) in records.iter().zip(encoded) {
-                if r.ts_ms < keep_from || !wanted(e[source], waf, e[action], rate_limit) {
-                    continue;
-                }
-                let bucket = r.ts_ms - r.ts_ms.rem_euclid(step);
-                let key = spec.dims.iter().fold(0u128, |k, d| (k << ID_BITS) | u128::from(e[*d]));
-                let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(spec.dims.len(), 1));
-                block.add(key, |i| e[spec.dims[i]], &one);
-            }
+            let columns: Vec<usize> = spec.dims.iter().map(|d| column_of(*d)).collect();
+            agg.run(spec, &b.ts_ms, &columns, &local, maps, metric_cols, None, self.retention_start(spec.granularity));
+            agg.merge_into(spec, &mut write(rollup));
         }
-        self.seal(t);
     }
 
-    /// Drops the upsert indexes of buckets more than two of their own lengths behind the newest: they are a
-    /// cache, rebuilt if late data arrives.
-    fn seal(&self, t: &mut Tenant) {
-        for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
-            let Some((&newest, _)) = rollup.blocks.last_key_value() else { continue };
-            let keep = newest - 2 * spec.granularity.millis();
-            for (_, block) in rollup.blocks.range_mut(..keep).rev() {
-                if block.index.is_none() {
-                    break;
+    /// Adds an encoded security batch to the raw events and every security rollup.
+    fn apply_security(&self, tenant: &Tenant, b: &SecurityBatch, maps: &[Vec<u32>]) {
+        let n = b.len();
+        let col = |name: &str| EVENT_DIMS.iter().position(|d| *d == name).unwrap_or(0);
+        let (source, action) = (col("source"), col("event_action"));
+        let local_of = |c: usize, v: &str| b.dims[c].values.iter().position(|x| x == v).map(|i| i as u32);
+        let (waf, rate_limit) = (local_of(source, "waf"), local_of(action, "RATE_LIMIT"));
+        let is_waf: Vec<bool> = b.dims[source].ids.iter().map(|s| Some(*s) == waf).collect();
+        let limited: Vec<bool> = b.dims[action].ids.iter().map(|a| Some(*a) == rate_limit).collect();
+        {
+            let events_from = day_start(self.clock.now_ms()) - EVENT_DAYS * 86_400_000;
+            let mut ev = write(&tenant.events);
+            for i in (0..n).filter(|i| b.ts_ms[*i] >= events_from) {
+                if ev.ts.last().is_some_and(|last| *last > b.ts_ms[i]) {
+                    ev.sorted = false;
                 }
-                block.index = None;
+                ev.ts.push(b.ts_ms[i]);
+                for (c, column) in ev.cols.iter_mut().enumerate() {
+                    column.push(maps[c][b.dims[c].ids[i] as usize]);
+                }
             }
+        }
+        let local: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
+        let ones = vec![1u64; n];
+        let metric_cols: [&[u64]; 1] = [&ones];
+        let mut agg = Aggregator::default();
+        let mut wanted = vec![false; n];
+        for (spec, rollup) in self.specs.iter().zip(&tenant.rollups) {
+            let want: fn(bool, bool) -> bool = match spec.kind {
+                Kind::WafTrend | Kind::RequestTrend | Kind::TopK { waf: true, .. } => |waf, _| waf,
+                Kind::ShapingTrend | Kind::TopK { waf: false, rate_limited: false } => |waf, _| !waf,
+                Kind::TopK { waf: false, rate_limited: true } => |waf, limited| !waf && limited,
+                _ => continue,
+            };
+            for (w, (a, l)) in wanted.iter_mut().zip(is_waf.iter().zip(&limited)) {
+                *w = want(*a, *l);
+            }
+            let columns: Vec<usize> = spec.dims.iter().map(|d| col(DIMS[*d])).collect();
+            let from = self.retention_start(spec.granularity);
+            agg.run(spec, &b.ts_ms, &columns, &local, maps, &metric_cols, Some(&wanted), from);
+            agg.merge_into(spec, &mut write(rollup));
         }
     }
 
@@ -795,21 +993,21 @@ impl MemoryEngine {
         let order: Vec<usize> =
             want.iter().map(|id| dims.iter().position(|d| dim_id(d) == Some(*id)).unwrap_or(0)).collect();
         let tenant = self.tenant(customer);
-        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-        let t = &mut *t;
+        let mut dicts = write(&tenant.dicts);
+        let mut rollup = write(&tenant.rollups[index]);
         let mut n = 0;
         for (bucket, values, metrics) in rows {
             let mut e = Vec::with_capacity(want.len());
             for (k, id) in want.iter().enumerate() {
-                e.push(t.dicts[*id].id(&values[order[k]], self.max_ids).context("dictionary full")?);
+                e.push(dicts[*id].id(&values[order[k]], self.max_ids).context("dictionary full")?);
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
-            let block = t.rollups[index].blocks.entry(bucket).or_insert_with(|| Block::new(want.len(), n_metrics));
+            let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(want.len(), n_metrics));
             block.add(key, |i| e[i], &metrics);
             n += 1;
         }
-        for block in t.rollups[index].blocks.values_mut() {
+        for block in rollup.blocks.values_mut() {
             block.index = None;
         }
         Ok(n)
@@ -819,20 +1017,19 @@ impl MemoryEngine {
     /// bulk load of events.
     pub fn bulk_load_events(&self, customer: CustomerId, records: &[SecurityRecord]) -> anyhow::Result<()> {
         let tenant = self.tenant(customer);
-        let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-        let t = &mut *t;
+        let mut dicts = write(&tenant.dicts);
+        let mut ev = write(&tenant.events);
         for r in records {
-            let mut row = vec![0u32; EVENT_DIMS.len()];
+            let mut row = [0u32; EVENT_DIMS.len()];
             for (c, name) in EVENT_DIMS.iter().enumerate() {
                 let id = dim_id(name).unwrap_or(0);
-                let v = r.dims.iter().find(|(d, _)| *d == id).map(|(_, v)| v.as_str()).unwrap_or("");
-                row[c] = t.dicts[id].id(v, self.max_ids).context("dictionary full")?;
+                row[c] = dicts[id].id(&r.dims[c], self.max_ids).context("dictionary full")?;
             }
-            if t.events.ts.last().is_some_and(|last| *last > r.ts_ms) {
-                t.events.sorted = false;
+            if ev.ts.last().is_some_and(|last| *last > r.ts_ms) {
+                ev.sorted = false;
             }
-            t.events.ts.push(r.ts_ms);
-            for (col, v) in t.events.cols.iter_mut().zip(row) {
+            ev.ts.push(r.ts_ms);
+            for (col, v) in ev.cols.iter_mut().zip(row) {
                 col.push(v);
             }
         }
@@ -1152,12 +1349,13 @@ impl MemoryEngine {
             QueryError::Unsupported("no rollup holds the dimensions filtered on together with the query's; filter on the query's dimensions".into())
         })?;
         let spec = &self.specs[spec_index];
+        let dicts = read(&t.dicts);
+        let rollup = read(&t.rollups[spec_index]);
         let column_of = |d: usize| spec.dims.iter().position(|x| *x == d);
-        let filter = Compiled::new(&q.filter, customer, column_of, &t.dicts)?;
+        let filter = Compiled::new(&q.filter, customer, column_of, &dicts)?;
         let metric_cols: Vec<usize> =
             q.metrics.iter().map(|m| if spec.metrics == METRICS { metric_index(q.family, m) } else { 0 }).collect();
         let dim_cols: Vec<usize> = dim_ids.iter().filter_map(|d| column_of(*d)).collect();
-        let rollup = &t.rollups[spec_index];
         let blocks: Vec<(i64, &Block)> = rollup.blocks.range(q.start_ms..q.end_ms).map(|(b, blk)| (*b, blk)).collect();
 
         let order = Order {
@@ -1174,7 +1372,7 @@ impl MemoryEngine {
                         let id = dim_ids.get(i).copied().unwrap_or(0);
                         SortSource::Dim {
                             index: i,
-                            rank: ranks(&t.dicts[id], is_int(DIMS[id])),
+                            rank: ranks(&dicts[id], is_int(DIMS[id])),
                             descending: s.descending,
                         }
                     }
@@ -1347,7 +1545,7 @@ impl MemoryEngine {
                         continue;
                     }
                     let id = dim_ids[stored_i];
-                    let value = t.dicts[id].value(row.dims[stored_i]);
+                    let value = dicts[id].value(row.dims[stored_i]);
                     stored_i += 1;
                     cells.push(if is_int(d) { Cell::Int(value.parse().unwrap_or(0)) } else { Cell::Text(value) });
                 }
@@ -1358,10 +1556,9 @@ impl MemoryEngine {
         Ok(Answer { columns, rows, total })
     }
 
-    fn query_events(&self, t: &Tenant, customer: &str, q: &Query) -> Result<Answer, QueryError> {
-        let ev = &t.events;
+    fn query_events(&self, dicts: &[Dict], ev: &Events, customer: &str, q: &Query) -> Result<Answer, QueryError> {
         let col_of = |d: usize| EVENT_DIMS.iter().position(|n| dim_id(n) == Some(d));
-        let filter = Compiled::new(&q.filter, customer, col_of, &t.dicts)?;
+        let filter = Compiled::new(&q.filter, customer, col_of, dicts)?;
         let lo = ev.ts.partition_point(|x| *x < q.start_ms);
         let hi = ev.ts.partition_point(|x| *x < q.end_ms);
         let dims: Vec<Option<(usize, usize)>> = q
@@ -1383,7 +1580,7 @@ impl MemoryEngine {
                     Some(i) => match dims[i] {
                         Some((id, _)) => SortSource::Dim {
                             index: i,
-                            rank: ranks(&t.dicts[id], is_int(DIMS[id])),
+                            rank: ranks(&dicts[id], is_int(DIMS[id])),
                             descending: s.descending,
                         },
                         None => SortSource::Bucket { descending: s.descending },
@@ -1429,7 +1626,7 @@ impl MemoryEngine {
                         _ if d == "event_timestamp_ms" => Cell::Time(ev.ts[r]),
                         _ if d == "customer" => Cell::Text(customer.clone()),
                         Some((id, c)) => {
-                            let v = t.dicts[id].value(ev.cols[c][r]);
+                            let v = dicts[id].value(ev.cols[c][r]);
                             if is_int(d) { Cell::Int(v.parse().unwrap_or(0)) } else { Cell::Text(v) }
                         }
                         None => Cell::Text(Arc::from("")),
@@ -1450,62 +1647,60 @@ fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols:
 }
 
 impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<(), IngestError> {
-        if records.is_empty() {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError> {
+        if batch.is_empty() {
             return Ok(());
         }
-        let encoded = self.encode_access(customer, records)?;
-        let apply = || self.apply_access(customer, records, &encoded);
-        Ok(self.logged(0, customer, records.len(), wire_access(records), apply)?)
+        let tenant = self.tenant(customer);
+        let maps = self.encode_access(&tenant, batch)?;
+        let apply = || self.apply_access(&tenant, batch, &maps);
+        Ok(self.logged(KIND_ACCESS, customer, batch.len(), wire_access(batch), apply)?)
     }
 
-    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<(), IngestError> {
-        if records.is_empty() {
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError> {
+        if batch.is_empty() {
             return Ok(());
         }
-        let encoded = self.encode_security(customer, records)?;
-        let apply = || self.apply_security(customer, records, &encoded);
-        Ok(self.logged(1, customer, records.len(), wire_security(records), apply)?)
+        let tenant = self.tenant(customer);
+        let maps = self.encode_security(&tenant, batch)?;
+        let apply = || self.apply_security(&tenant, batch, &maps);
+        Ok(self.logged(KIND_SECURITY, customer, batch.len(), wire_security(batch), apply)?)
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
-        let Some(tenant) = self.existing_tenant(customer) else {
-            let empty = Tenant::new(self.specs.len());
-            return match query.family {
-                Family::Events => self.query_events(&empty, customer_name, query),
-                _ => self.query_rollups(&empty, customer_name, query),
-            };
-        };
-        let t = tenant.read().unwrap_or_else(|e| e.into_inner());
-        match query.family {
-            Family::Events if !t.events.sorted => {
-                // Sorted and read under one lock: an ingestion in between could append out of order again.
-                drop(t);
-                let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-                t.events.sort();
-                self.query_events(&t, customer_name, query)
-            }
-            Family::Events => self.query_events(&t, customer_name, query),
-            _ => self.query_rollups(&t, customer_name, query),
+        let tenant = self.existing_tenant(customer).unwrap_or_else(|| Arc::new(Tenant::new(self.specs.len())));
+        if query.family != Family::Events {
+            return self.query_rollups(&tenant, customer_name, query);
         }
+        let dicts = read(&tenant.dicts);
+        let ev = read(&tenant.events);
+        if ev.sorted {
+            return self.query_events(&dicts, &ev, customer_name, query);
+        }
+        // Sorted and read under one lock: an ingestion in between could append out of order again.
+        drop(ev);
+        let mut ev = write(&tenant.events);
+        ev.sort();
+        self.query_events(&dicts, &ev, customer_name, query)
     }
 
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()> {
         let tenants: Vec<_> = self.tenants.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
-        for tenant in tenants {
-            let mut t = tenant.write().unwrap_or_else(|e| e.into_inner());
-            for (spec, rollup) in self.specs.iter().zip(t.rollups.iter_mut()) {
+        for t in tenants {
+            for (spec, rollup) in self.specs.iter().zip(&t.rollups) {
                 if let Some(from) = spec.granularity.kept_from(now_ms) {
+                    let mut rollup = write(rollup);
                     let keep = rollup.blocks.split_off(&from);
                     rollup.blocks = keep;
                 }
             }
-            t.events.sort();
+            let mut ev = write(&t.events);
+            ev.sort();
             let from = day_start(now_ms) - EVENT_DAYS * 86_400_000;
-            let cut = t.events.ts.partition_point(|x| *x < from);
+            let cut = ev.ts.partition_point(|x| *x < from);
             if cut > 0 {
-                t.events.ts.drain(..cut);
-                for col in &mut t.events.cols {
+                ev.ts.drain(..cut);
+                for col in &mut ev.cols {
                     col.drain(..cut);
                 }
             }
@@ -1515,6 +1710,8 @@ impl StatsEngine for MemoryEngine {
 
     fn checkpoint(&self) -> anyhow::Result<()> {
         let mut wal = self.wal.lock().unwrap_or_else(|e| e.into_inner());
+        // Every batch logged so far is applied once this is held, and no other starts.
+        let _applied = write(&self.applying);
         let tmp = self.dir.join("snapshot.tmp");
         {
             let file = File::create(&tmp)?;
@@ -1526,9 +1723,8 @@ impl StatsEngine for MemoryEngine {
             head.u32(self.specs.len() as u32);
             head.u32(tenants.len() as u32);
             w.write_all(&head.0)?;
-            for (id, tenant) in tenants.iter() {
-                let t = tenant.read().unwrap_or_else(|e| e.into_inner());
-                write_tenant(&mut w, *id, &t)?;
+            for (id, t) in tenants.iter() {
+                write_tenant(&mut w, *id, t)?;
             }
             w.flush()?;
             w.get_ref().sync_all()?;
@@ -1548,18 +1744,18 @@ impl StatsEngine for MemoryEngine {
 
     fn footprint(&self) -> Footprint {
         let mut f = Footprint::default();
-        for tenant in self.tenants.read().unwrap_or_else(|e| e.into_inner()).values() {
-            let t = tenant.read().unwrap_or_else(|e| e.into_inner());
+        for t in read(&self.tenants).values() {
             for rollup in &t.rollups {
-                for block in rollup.blocks.values() {
+                for block in read(rollup).blocks.values() {
                     f.rollup_rows += block.len() as u64;
                     f.bytes += block.bytes() + 48;
                 }
             }
-            f.event_rows += t.events.ts.len() as u64;
+            let ev = read(&t.events);
+            f.event_rows += ev.ts.len() as u64;
+            f.bytes += (ev.ts.capacity() * 8 + ev.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
             f.bytes +=
-                (t.events.ts.capacity() * 8 + t.events.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
-            f.bytes += t.dicts.iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 40).sum::<u64>()).sum::<u64>();
+                read(&t.dicts).iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 40).sum::<u64>()).sum::<u64>();
         }
         f
     }
@@ -1583,7 +1779,7 @@ fn write_u64s(w: &mut impl Write, v: &[u64]) -> std::io::Result<()> {
 
 fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Result<()> {
     w.write_all(&id.to_le_bytes())?;
-    for d in &t.dicts {
+    for d in read(&t.dicts).iter() {
         w.write_all(&(d.values.len() as u32).to_le_bytes())?;
         for v in &d.values {
             w.write_all(&(v.len() as u32).to_le_bytes())?;
@@ -1591,6 +1787,7 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
         }
     }
     for r in &t.rollups {
+        let r = read(r);
         w.write_all(&(r.blocks.len() as u64).to_le_bytes())?;
         for (bucket, b) in &r.blocks {
             w.write_all(&bucket.to_le_bytes())?;
@@ -1604,10 +1801,11 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
             }
         }
     }
-    let ts: Vec<u64> = t.events.ts.iter().map(|x| *x as u64).collect();
+    let ev = read(&t.events);
+    let ts: Vec<u64> = ev.ts.iter().map(|x| *x as u64).collect();
     write_u64s(w, &ts)?;
-    w.write_all(&[u8::from(t.events.sorted)])?;
-    for c in &t.events.cols {
+    w.write_all(&[u8::from(ev.sorted)])?;
+    for c in &ev.cols {
         write_u32s(w, c)?;
     }
     Ok(())
@@ -1651,7 +1849,7 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
     for _ in 0..n {
         let id = r.u64()? as CustomerId;
         let mut t = Tenant::new(n_specs);
-        for d in &mut t.dicts {
+        for d in get_mut(&mut t.dicts).iter_mut() {
             let count = r.u32()?;
             for _ in 0..count {
                 let len = r.u32()? as usize;
@@ -1661,6 +1859,7 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
             }
         }
         for rollup in &mut t.rollups {
+            let rollup = get_mut(rollup);
             let blocks = r.u64()?;
             for _ in 0..blocks {
                 let bucket = r.u64()? as i64;
@@ -1670,9 +1869,10 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
                 rollup.blocks.insert(bucket, Block { dims, metrics, index: None });
             }
         }
-        t.events.ts = r.u64s()?.into_iter().map(|x| x as i64).collect();
-        t.events.sorted = r.bytes::<1>()?[0] == 1;
-        for c in &mut t.events.cols {
+        let ev = get_mut(&mut t.events);
+        ev.ts = r.u64s()?.into_iter().map(|x| x as i64).collect();
+        ev.sorted = r.bytes::<1>()?[0] == 1;
+        for c in &mut ev.cols {
             *c = r.u32s()?;
         }
         tenants.insert(id, t);

@@ -11,7 +11,7 @@ use edge_api::stats::Query;
 
 use crate::store::CustomerId;
 
-pub use ingest::{AccessRecord, SecurityRecord};
+pub use ingest::{AccessBatch, AccessRecord, SecurityBatch, SecurityRecord};
 
 /// Every dimension the engine knows, across families. Its position is the dimension's id.
 pub const DIMS: [&str; 26] = [
@@ -74,10 +74,12 @@ pub struct Footprint {
 }
 
 pub trait StatsEngine: Send + Sync + 'static {
-    /// Stores access-log records; durable when it returns Ok. On an error nothing of the batch is stored.
-    fn ingest_access(&self, customer: CustomerId, records: &[AccessRecord]) -> Result<(), IngestError>;
-    /// Stores security event records; durable when it returns Ok. On an error nothing of the batch is stored.
-    fn ingest_security(&self, customer: CustomerId, records: &[SecurityRecord]) -> Result<(), IngestError>;
+    /// Stores a batch of parsed access-log records; durable when it returns Ok. On an error nothing of the
+    /// batch is stored.
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError>;
+    /// Stores a batch of parsed security events; durable when it returns Ok. On an error nothing of the batch
+    /// is stored.
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError>;
     /// Answers a validated query for `customer` (named `customer_name`, the value of the `customer` dimension).
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError>;
     /// Drops what is older than the retention of each granularity, and raw events before the previous three

@@ -1,0 +1,333 @@
+//! Ingestion through the router: exactness of batched and parallel ingestion against one record at a time, for
+//! every statistics family; compressed bodies (gzip, zstd) and the body limit on their decompressed size.
+
+mod common;
+
+use std::{io::Write, sync::Arc};
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use edge_api::stats::{Family, format_time};
+use serde_json::{Value, json};
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 86_400_000;
+
+/// Access records over the last 40 days (most in the last day), with few enough distinct values that rows
+/// collapse, and a few older than what 5-minute and hourly rollups keep.
+fn access_lines(n: usize) -> Vec<String> {
+    let mut rng = Rng(1);
+    (0..n)
+        .map(|i| {
+            let age = match i % 10 {
+                0 => rng.below(40) as i64 * DAY + rng.below(DAY as u64) as i64,
+                1 => rng.below(6) as i64 * DAY + rng.below(DAY as u64) as i64,
+                _ => rng.below(DAY as u64) as i64,
+            };
+            let ts = T0 - 1 - age;
+            json!({
+                "timestamp": format_time(ts), "domain": format!("d{}.example", rng.below(6)),
+                "property": format!("p{}", rng.below(3)), "country": (["DE", "FR", "US", "BR"][rng.below(4) as usize]),
+                "country_code": (["DE", "FR", "US"][rng.below(3) as usize]), "browser_name": (["Chrome", "Safari"][rng.below(2) as usize]),
+                "device_type": (["Desktop", "Mobile"][rng.below(2) as usize]), "device_os": (["Linux", "iOS"][rng.below(2) as usize]),
+                "content_type": (["text/html", "image/png"][rng.below(2) as usize]), "request_type": "GET",
+                "cache_status": rng.below(6), "gna_cache_status": 1 + rng.below(5), "scheme": 1 + rng.below(2),
+                "http_status_code": ([200, 404, 503][rng.below(3) as usize]), "request_url": format!("/u{}", rng.below(40)),
+                "hits": 1 + rng.below(5), "first_mile_bandwidth_bytes": rng.below(1000), "last_mile_bandwidth_bytes": rng.below(100_000),
+                "middle_mile_bandwidth_bytes": rng.below(1000), "original_bandwidth_bytes": rng.below(1000),
+                "request_time_ms": rng.below(500), "time_to_first_byte_ms": rng.below(100), "time_to_last_byte_ms": rng.below(900)
+            })
+            .to_string()
+        })
+        .collect()
+}
+
+/// Security events of the last two days, WAF and traffic shaping.
+fn security_lines(n: usize) -> Vec<String> {
+    let mut rng = Rng(2);
+    (0..n)
+        .map(|i| {
+            let ts = T0 - 1 - if i % 7 == 0 { DAY + rng.below(DAY as u64) as i64 } else { rng.below(DAY as u64) as i64 };
+            let waf = rng.below(2) == 0;
+            let action = if waf { ["BLOCK", "WARN"][rng.below(2) as usize] } else { ["BLOCK", "RATE_LIMIT", "WARN"][rng.below(3) as usize] };
+            json!({
+                "timestamp": format_time(ts), "source": if waf { "waf" } else { "trafficshaping" }, "event_type": "CUSTOM",
+                "event_action": action, "event_severity": (["LOW", "HIGH"][rng.below(2) as usize]),
+                "waf_action": if waf { action } else { "" }, "rule_id": format!("9{}", rng.below(5)),
+                "domain": format!("d{}.example", rng.below(4)), "property": format!("p{}", rng.below(3)),
+                "client_ip": format!("192.0.2.{}", rng.below(20)), "client_connection_remote_ip": "192.0.2.1",
+                "client_browser": (["curl", "Chrome"][rng.below(2) as usize]), "client_country_code": (["CN", "US", "BR"][rng.below(3) as usize]),
+                "client_asn": 4134 + rng.below(3), "request_path": format!("/p{}", rng.below(10))
+            })
+            .to_string()
+        })
+        .collect()
+}
+
+async fn post(
+    app: &TestApp,
+    customer: &str,
+    kind: &str,
+    body: impl Into<axum::body::Body>,
+    encoding: Option<&str>,
+) -> Reply {
+    let admin = if customer == "acme" { "alice" } else { "gina" };
+    let mut r = req(Method::POST, &format!("/{customer}/v1/ingest/{kind}")).basic(admin, PASSWORD);
+    if let Some(e) = encoding {
+        r = r.header("content-encoding", e);
+    }
+    app.send(r.raw("application/x-ndjson", body).done()).await
+}
+
+async fn get(app: &TestApp, customer: &str, path_and_query: &str) -> Reply {
+    let admin = if customer == "acme" { "alice" } else { "gina" };
+    app.send(req(Method::GET, &format!("/{customer}/v1{path_and_query}")).basic(admin, PASSWORD).done()).await
+}
+
+/// Every query of every family worth comparing: each grouping set at each granularity over what it keeps,
+/// every top-K category with each of its grouping sets, the top-K URL report and the raw events.
+fn queries() -> Vec<String> {
+    let range = |g: &str| {
+        let from = match g {
+            "5minute" => T0 - 6 * DAY,
+            "hour" => T0 - 30 * DAY,
+            _ => T0 - 60 * DAY,
+        };
+        format!("starttime={}&endtime={}", format_time(from), format_time(T0))
+    };
+    let mut out = Vec::new();
+    for (family, path) in [
+        (Family::Delivery, "/stats/data"),
+        (Family::WafTrends, "/stats/security/waf/trends/data"),
+        (Family::ShapingTrends, "/stats/security/trafficshaping/trends/data"),
+        (Family::RequestTrends, "/stats/security/request/trends/data"),
+    ] {
+        let metrics = family.metrics().join(",");
+        for set in family.groupings() {
+            let (g, dims) = set.split_once('/').unwrap_or((set.as_str(), ""));
+            let dims = dims.replace('/', ",");
+            out.push(format!("{path}?{}&granularity={g}&dimensions={dims}&metrics={metrics}&limit=2500", range(g)));
+        }
+    }
+    for set in Family::TopKUrl.groupings() {
+        let dims = set.trim_start_matches("day/").replace('/', ",");
+        out.push(format!("/stats/topk/url/data?{}&dimensions={dims}&metrics=hits", range("day")));
+    }
+    for (waf, table, path) in [
+        (true, &edge_api::stats::WAF_CATEGORIES[..], "waf"),
+        (false, &edge_api::stats::SHAPING_CATEGORIES[..], "trafficshaping"),
+    ] {
+        for (category, _) in table {
+            let family = Family::topk(waf, category).unwrap();
+            for set in family.groupings() {
+                for (from, to) in [(T0 - 2 * HOUR, T0), (T0 - 20 * DAY, T0)] {
+                    out.push(format!(
+                        "/stats/security/{path}/topk/{category}/data?starttime={}&endtime={}&dimensions={}&limit=1000",
+                        format_time(from),
+                        format_time(to),
+                        set.replace('/', ",")
+                    ));
+                }
+            }
+        }
+    }
+    let events = edge_api::stats::EVENT_DIMENSIONS.iter().filter(|d| **d != "customer").copied().collect::<Vec<_>>();
+    out.push(format!(
+        "/stats/security/events/data?starttime={}&endtime={}&dimensions={}&limit=100000",
+        format_time(T0 - 3 * DAY),
+        format_time(T0),
+        events.join(",")
+    ));
+    out
+}
+
+/// Every row of a query (following `start` past the delivery limit), in a canonical order with the customer's
+/// name blanked, and the total: rows of equal rank come in arrival order, which batching may change.
+async fn canonical(app: &TestApp, customer: &str, q: &str) -> (Vec<String>, Value) {
+    let mut rows = Vec::new();
+    let total = loop {
+        let reply = get(app, customer, &format!("{q}&start={}", rows.len())).await;
+        assert_eq!(reply.status, StatusCode::OK, "{q}: {}", reply.body);
+        let page = reply.body["rows"].as_array().unwrap_or_else(|| panic!("rows: {}", reply.body)).clone();
+        let total = reply.body["total_results"].clone();
+        rows.extend(page.iter().cloned());
+        if page.is_empty() || q.contains("/topk/") || rows.len() as u64 >= total.as_u64().unwrap_or(0) {
+            break total;
+        }
+    };
+    if q.starts_with("/stats/topk/url/") {
+        // The top 20 of a day: the rows above the day's smallest count, and the counts of all.
+        let last = |r: &Value| r.as_array().and_then(|r| r.last()).and_then(Value::as_u64).unwrap_or(0);
+        let mut least = std::collections::HashMap::new();
+        for r in &rows {
+            let e = least.entry(r[0].to_string()).or_insert(u64::MAX);
+            *e = (*e).min(last(r));
+        }
+        rows = rows
+            .into_iter()
+            .map(|r| if last(&r) > least[&r[0].to_string()] { r } else { json!([r[0], last(&r)]) })
+            .collect();
+    }
+    let mut rows: Vec<String> =
+        rows.iter().map(|r| r.to_string().replace(&format!("\"{customer}\""), "\"C\"")).collect();
+    rows.sort();
+    (rows, total)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rollups_after_parallel_batches_equal_those_of_one_record_at_a_time_for_every_family() {
+    let app = Arc::new(TestApp::new().await);
+    let (access, security) = (access_lines(800), security_lines(300));
+    // acme: batches of 250 to 500, four requests at a time.
+    let mut posts = Vec::new();
+    for (kind, lines) in [("accesslogs", &access), ("securityevents", &security)] {
+        for (i, chunk) in lines.chunks(100 + 50 * (lines.len() % 6)).enumerate() {
+            let (app, body) = (app.clone(), chunk.join("\n"));
+            // Every other batch compressed: decompression is on the same path.
+            let (body, encoding) =
+                if i % 2 == 0 { (gzip(body.as_bytes()), Some("gzip")) } else { (body.into_bytes(), None) };
+            posts.push(tokio::spawn(async move {
+                let reply = post(&app, "acme", kind, body, encoding).await;
+                assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+                reply.body["accepted"].as_u64().unwrap()
+            }));
+            if posts.len() % 4 == 0 {
+                for p in posts.drain(..) {
+                    assert!(p.await.unwrap() > 0);
+                }
+            }
+        }
+    }
+    for p in posts {
+        assert!(p.await.unwrap() > 0);
+    }
+    // globex: the same records, one request each.
+    for (kind, lines) in [("accesslogs", &access), ("securityevents", &security)] {
+        for line in lines {
+            let reply = post(&app, "globex", kind, line.clone(), None).await;
+            assert_eq!(reply.body["accepted"], 1, "{}", reply.body);
+        }
+    }
+    let queries = queries();
+    assert!(queries.len() > 200, "{} queries", queries.len());
+    let mut non_empty = 0;
+    for q in &queries {
+        let (a, g) = (canonical(&app, "acme", q).await, canonical(&app, "globex", q).await);
+        if a != g {
+            let only =
+                |x: &[String], y: &[String]| x.iter().filter(|r| !y.contains(r)).take(3).cloned().collect::<Vec<_>>();
+            panic!(
+                "{q}: totals {} and {}; only batched: {:?}; only one by one: {:?}",
+                a.1,
+                g.1,
+                only(&a.0, &g.0),
+                only(&g.0, &a.0)
+            );
+        }
+        non_empty += usize::from(!a.0.is_empty());
+    }
+    assert!(non_empty * 10 > queries.len() * 9, "most queries have rows: {non_empty} of {}", queries.len());
+}
+
+fn gzip(body: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(body).unwrap();
+    e.finish().unwrap()
+}
+
+async fn day_hits(app: &TestApp) -> Value {
+    let q = format!(
+        "/stats/data?starttime={}&endtime={}&metrics=hits&granularity=day",
+        format_time(T0 - 60 * DAY),
+        format_time(T0)
+    );
+    get(app, "acme", &q).await.body["rows"].clone()
+}
+
+#[tokio::test]
+async fn gzip_and_zstd_bodies_are_stored_like_plain_ones() {
+    let app = TestApp::new().await;
+    let body = access_lines(200).join("\n");
+    let reply = post(&app, "globex", "accesslogs", body.clone(), None).await;
+    assert_eq!(reply.body, json!({"accepted": 200, "rejected": []}));
+    for (encoding, compressed) in
+        [("gzip", gzip(body.as_bytes())), ("zstd", zstd::encode_all(body.as_bytes(), 3).unwrap())]
+    {
+        assert!(compressed.len() * 4 < body.len(), "{encoding} compresses");
+        let reply = post(&app, "acme", "accesslogs", compressed, Some(encoding)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{encoding}: {}", reply.body);
+        assert_eq!(reply.body, json!({"accepted": 200, "rejected": []}), "{encoding}");
+    }
+    // Twice the plain customer's hits, day by day.
+    let plain = get(
+        &app,
+        "globex",
+        &format!(
+            "/stats/data?starttime={}&endtime={}&metrics=hits&granularity=day",
+            format_time(T0 - 60 * DAY),
+            format_time(T0)
+        ),
+    )
+    .await
+    .body["rows"]
+        .clone();
+    let doubled: Vec<Value> =
+        plain.as_array().unwrap().iter().map(|r| json!([r[0], r[1], r[2].as_u64().unwrap() * 2])).collect();
+    assert_eq!(day_hits(&app).await, json!(doubled));
+    // Security events too.
+    let events = security_lines(50).join("\n");
+    let reply =
+        post(&app, "acme", "securityevents", zstd::encode_all(events.as_bytes(), 1).unwrap(), Some("zstd")).await;
+    assert_eq!(reply.body, json!({"accepted": 50, "rejected": []}));
+}
+
+#[tokio::test]
+async fn a_decompression_bomb_is_refused_with_413_and_stores_nothing() {
+    let app = TestApp::new().await;
+    // Valid records repeated well past the 10 MiB limit once decompressed: small on the wire.
+    let line = access_lines(1).remove(0);
+    let mut body = String::new();
+    while body.len() <= 11 * 1024 * 1024 {
+        body.push_str(&line);
+        body.push('\n');
+    }
+    for (encoding, compressed) in
+        [("gzip", gzip(body.as_bytes())), ("zstd", zstd::encode_all(body.as_bytes(), 19).unwrap())]
+    {
+        assert!(compressed.len() < 1024 * 1024, "{encoding}: {} bytes on the wire", compressed.len());
+        let reply = post(&app, "acme", "accesslogs", compressed, Some(encoding)).await;
+        assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    }
+    assert_eq!(day_hits(&app).await, json!([]), "nothing stored");
+    assert_eq!(app.state.stats.log_bytes(), 0, "nothing logged");
+    // Just under the limit it is accepted.
+    let fits: String = body[..10 * 1024 * 1024].rsplit_once('\n').unwrap().0.to_string();
+    let reply = post(&app, "acme", "accesslogs", gzip(fits.as_bytes()), Some("gzip")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["accepted"].as_u64(), Some(fits.lines().count() as u64));
+}
+
+#[tokio::test]
+async fn unknown_encodings_are_415_and_corrupt_compressed_bodies_400() {
+    let app = TestApp::new().await;
+    let body = access_lines(3).join("\n");
+    let reply = post(&app, "acme", "accesslogs", body.clone(), Some("br")).await;
+    assert_error(&reply, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    let mut broken = gzip(body.as_bytes());
+    broken.truncate(broken.len() / 2);
+    let reply = post(&app, "acme", "accesslogs", broken, Some("gzip")).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_encoding");
+    let reply = post(&app, "acme", "securityevents", body.into_bytes(), Some("zstd")).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_encoding");
+    assert_eq!(day_hits(&app).await, json!([]), "nothing stored");
+}
