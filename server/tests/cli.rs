@@ -121,7 +121,9 @@ fn ingest_loads_ndjson_files_reporting_bad_lines_by_file_and_number() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Ingested 2 records into acme; 1 lines rejected");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Ingested 2 records into acme; 1 lines rejected ("), "{stdout}");
+    assert!(stdout.trim_end().ends_with(" records/s)"), "{stdout}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}:2: ", file.display())), "{err}");
     let out = Command::new(BIN)
@@ -216,4 +218,42 @@ fn a_logged_batch_that_cannot_be_applied_is_skipped_and_reported_and_the_server_
     assert!(stderr.contains("statistics log: skipped a batch that cannot be applied"), "{stderr}");
     assert!(stderr.contains("seq=2"), "{stderr}");
     assert_eq!(std::fs::read(dir.path().join("stats/skipped-batch-2.bin")).unwrap(), bad, "kept aside as it was");
+}
+
+#[test]
+fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let line = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
+    let text = format!("{}\n", [line; 30_000].join("\n"));
+    let gz = dir.path().join("logs.ndjson.gz");
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(text.as_bytes()).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    let zst = dir.path().join("logs.ndjson.zst");
+    std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
+    let out = Command::new(BIN)
+        .args(["ingest", "--kind", "accesslogs", "--customer", "acme", "--data-dir"])
+        .arg(dir.path())
+        .args([&gz, &zst])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Ingested 60000 records into acme; 0 lines rejected"), "{stdout}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("records/s"), "no progress bar without a terminal");
+    // On a terminal (util-linux `script` gives it one), the progress bar counts records per second.
+    if Command::new("script").arg("--version").output().is_ok() {
+        let command = format!(
+            "{BIN} ingest --kind accesslogs --customer acme --data-dir {} {}",
+            dir.path().display(),
+            gz.display()
+        );
+        let out = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{screen}");
+        assert!(screen.contains("30000 records, "), "{screen}");
+        assert!(screen.contains(" records/s"), "{screen}");
+    }
 }

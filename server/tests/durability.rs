@@ -1,6 +1,7 @@
 //! Crash durability: the real server binary is killed with SIGKILL in the middle of a stream of writes (user
-//! creations, configuration updates, network list entries, ingestion batches), twice, and started again. Every
-//! write it acknowledged must be there afterwards, and storage must be consistent.
+//! creations, configuration updates, network list entries, ingestion batches — plain, gzip and zstd bodies),
+//! twice, and started again. Every write it acknowledged must be there afterwards, and storage must be
+//! consistent.
 
 use std::{
     io::{BufRead, BufReader},
@@ -186,10 +187,20 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                         format!("{record}\n")
                     })
                     .collect();
-                let sent = client
-                    .request("POST", "/ingest/accesslogs")
-                    .set("Content-Type", "application/x-ndjson")
-                    .send_string(&batch);
+                // Plain, gzip and zstd bodies in turn: each encoding goes the same durable way.
+                let request = client.request("POST", "/ingest/accesslogs").set("Content-Type", "application/x-ndjson");
+                let sent = match i % 3 {
+                    0 => request.send_string(&batch),
+                    1 => {
+                        use std::io::Write;
+                        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                        e.write_all(batch.as_bytes()).expect("gzip");
+                        request.set("Content-Encoding", "gzip").send_bytes(&e.finish().expect("gzip"))
+                    }
+                    _ => request
+                        .set("Content-Encoding", "zstd")
+                        .send_bytes(&zstd::encode_all(batch.as_bytes(), 3).expect("zstd")),
+                };
                 if let Ok(Ok(reply)) = sent.map(|r| r.into_json::<Value>()) {
                     assert_eq!(reply["accepted"], 50, "{reply}");
                     hits += 150;
