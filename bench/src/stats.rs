@@ -17,7 +17,10 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use crate::{Args, server::Server};
+use crate::{Args, ingest, server::Server};
+
+/// Connections the ingestion measurement posts over (a log shipper with two workers).
+const CONNECTIONS: usize = 2;
 use edge_api::stats::{Family, Granularity, format_time};
 use edge_server::{
     AppState, Settings, admin,
@@ -456,8 +459,107 @@ if spec.get("ndjson"):
     con.execute(f"CREATE TABLE raw AS SELECT * FROM read_ndjson('{spec['ndjson']}')")
     n = con.execute("SELECT count(*) FROM raw").fetchone()[0]
     out["ingest"] = [n, time.perf_counter() - t]
+    con.execute("DROP TABLE raw")
+    # The same file typed as the engine reads it, then every rollup the engine keeps: one figure.
+    t = time.perf_counter()
+    con.execute(f"CREATE TABLE logs AS SELECT * FROM read_ndjson('{spec['ndjson']}', columns={spec['columns']})")
+    for sql in spec["rollups"]:
+        con.execute(sql)
+    out["rollups"] = [len(spec["rollups"]), time.perf_counter() - t]
 print(json.dumps(out))
 "#;
+
+/// DuckDB's column types for the access-log NDJSON (every field the engine reads, absent ones NULL).
+fn duckdb_columns() -> String {
+    let mut cols = vec!["'timestamp': 'TIMESTAMP'".to_string()];
+    for d in edge_api::stats::DELIVERY_DIMENSIONS.iter().chain(["request_url"].iter()) {
+        let t = if edge_api::stats::INTEGER_DIMENSIONS.contains(d) { "INTEGER" } else { "VARCHAR" };
+        cols.push(format!("'{d}': '{t}'"));
+    }
+    cols.extend(edge_api::stats::DELIVERY_METRICS.iter().map(|m| format!("'{m}': 'UBIGINT'")));
+    format!("{{{}}}", cols.join(", "))
+}
+
+/// One `CREATE TABLE … AS SELECT … GROUP BY` per rollup the engine builds from access logs: every delivery
+/// grouping set at each granularity (and each granularity alone), the top-K URL sets by day, and the request
+/// trends (every request as ALLOW, the country code as the client's).
+fn duckdb_rollups() -> Vec<String> {
+    let mut out = Vec::new();
+    let bucket = |g: Granularity| match g {
+        Granularity::FiveMinute => "time_bucket(INTERVAL 5 MINUTE, timestamp)",
+        Granularity::Hour => "date_trunc('hour', timestamp)",
+        Granularity::Day => "date_trunc('day', timestamp)",
+    };
+    let all_metrics: Vec<String> =
+        edge_api::stats::DELIVERY_METRICS.iter().map(|m| format!("sum({m}) AS {m}")).collect();
+    let mut add = |g: Granularity, dims: Vec<String>, metrics: &str| {
+        let n = out.len();
+        let select = std::iter::once(format!("{} AS bucket", bucket(g))).chain(dims).collect::<Vec<_>>().join(", ");
+        out.push(format!("CREATE TABLE rollup{n} AS SELECT {select}, {metrics} FROM logs GROUP BY ALL"));
+    };
+    for g in Granularity::ALL {
+        add(g, Vec::new(), &all_metrics.join(", "));
+        for set in g.delivery_groupings() {
+            add(g, set.split('/').map(String::from).collect(), &all_metrics.join(", "));
+        }
+    }
+    for set in edge_api::stats::TOPK_URL_GROUPINGS {
+        add(
+            Granularity::Day,
+            set.split('/').filter(|d| *d != "customer").map(String::from).collect(),
+            "sum(hits) AS hits",
+        );
+    }
+    for set in Family::RequestTrends.groupings() {
+        let mut parts = set.split('/');
+        let g = Granularity::parse(parts.next().unwrap_or("day")).unwrap_or(Granularity::Day);
+        let dims = parts
+            .map(|d| match d {
+                "waf_action" => "'ALLOW' AS waf_action".to_string(),
+                "client_country_code" => "country_code AS client_country_code".to_string(),
+                d => d.to_string(),
+            })
+            .collect();
+        add(g, dims, "sum(hits) AS hits");
+    }
+    out
+}
+
+/// Typical console panels over the dataset, for the query loop during ingestion.
+fn dashboard(end: i64) -> Vec<String> {
+    let t = |ms: i64| format_time(ms);
+    let day = end - end.rem_euclid(DAY);
+    vec![
+        format!(
+            "/stats/data?starttime={}&endtime={}&dimensions=country,property&metrics=hits,last_mile_bandwidth_bytes&granularity=5minute&sortby=-hits&limit=20",
+            t(end - DAY),
+            t(end)
+        ),
+        format!(
+            "/stats/data?starttime={}&endtime={}&dimensions=domain,http_status_code&metrics=hits&granularity=hour&filters=http_status_code!%3D200&limit=100",
+            t(end - 7 * DAY),
+            t(end)
+        ),
+        format!(
+            "/stats/topk/url/data?starttime={}&endtime={}&dimensions=customer,property,request_url&metrics=hits",
+            t(day - 7 * DAY),
+            t(day)
+        ),
+        format!(
+            "/stats/security/events/data?starttime={}&endtime={}&dimensions={}&sortby=-event_timestamp_ms&limit=100",
+            t(day - DAY),
+            t(end),
+            EVENT_COLUMNS.join(",")
+        ),
+    ]
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -482,6 +584,7 @@ pub fn run(args: &Args) -> Result<()> {
         let state = AppState::open(Settings::new(&data, work.join("none"))).await?;
         admin::add_customer(&state, "bench", "admin", PASSWORD).await?;
         admin::add_customer(&state, "ingest", "admin", PASSWORD).await?;
+        admin::add_customer(&state, "sustained", "admin", PASSWORD).await?;
         let customer = state.store.customer_by_name("bench").await?.context("bench customer")?;
         drop(state);
         let engine = MemoryEngine::open(&data, Arc::new(SystemClock))?;
@@ -504,6 +607,23 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let ndjson = work.join("access.ndjson");
     write_ndjson(&ndjson, ingest_n, end)?;
+    // Rows made by ingestion (hot buckets keep an upsert index) in an engine of their own.
+    {
+        let sample = ingest_n.min(500_000) as usize;
+        let text = std::fs::read_to_string(&ndjson)?;
+        let engine = MemoryEngine::open(&work.join("sample"), Arc::new(SystemClock))?;
+        for chunk in text.lines().take(sample).collect::<Vec<_>>().chunks(ingest::RECORDS_PER_REQUEST) {
+            let (batch, _) = edge_server::stats::ingest::parse_access(&chunk.join("\n"));
+            engine.ingest_access(1, &batch)?;
+        }
+        let f = engine.footprint();
+        println!(
+            "memory after ingesting {sample} records through the ingestion path: {:.0} bytes per stored row ({} rollup rows)",
+            f.bytes as f64 / (f.rollup_rows + f.event_rows) as f64,
+            f.rollup_rows
+        );
+    }
+    let _ = std::fs::remove_dir_all(work.join("sample"));
 
     // 2. Our server on that data.
     let t = Instant::now();
@@ -545,30 +665,65 @@ pub fn run(args: &Args) -> Result<()> {
         "warmup": WARMUP,
         "runs": RUNS,
         "ndjson": ndjson,
+        "columns": duckdb_columns(),
+        "rollups": duckdb_rollups(),
     });
     let spec_path = work.join("duckdb.json");
     std::fs::write(&spec_path, spec.to_string())?;
     let script = work.join("duckdb_bench.py");
     std::fs::write(&script, DUCKDB_SCRIPT)?;
 
-    // 4. Ingestion through our HTTP API (the other customer), before DuckDB reads the same file.
+    // 4. Ingestion through our HTTP API (other customers): requests of 10,000 records over two connections
+    //    with a session, access logs and then security events.
     let ingest_cookie = login("ingest")?;
     let text = std::fs::read_to_string(&ndjson)?;
-    let lines: Vec<&str> = text.lines().collect();
-    let t = Instant::now();
-    let mut accepted = 0u64;
-    for chunk in lines.chunks(25_000) {
-        let body = chunk.join("\n");
-        let r = agent
-            .post(&format!("{base}/ingest/v1/ingest/accesslogs"))
-            .set("Cookie", &ingest_cookie)
-            .set("Content-Type", "application/x-ndjson")
-            .send_string(&body)?;
-        let v: serde_json::Value = serde_json::from_str(&r.into_string()?)?;
-        accepted += v["accepted"].as_u64().unwrap_or(0);
-    }
-    let ingest_s = t.elapsed().as_secs_f64();
-    anyhow::ensure!(accepted == ingest_n, "accepted {accepted} of {ingest_n}");
+    let bodies = Arc::new(ingest::bodies(&text));
+    drop(text);
+    let cpu = running.cpu_seconds();
+    let url = |customer: &str, kind: &str| format!("{base}/{customer}/v1/ingest/{kind}");
+    let access = ingest::post_all(&url("ingest", "accesslogs"), &ingest_cookie, &bodies, CONNECTIONS, None)?;
+    let access_cpu = running.cpu_seconds() - cpu;
+    anyhow::ensure!(access.accepted == ingest_n, "accepted {} of {ingest_n}", access.accepted);
+    let security_n = ingest_n / 5;
+    let security_file = work.join("security.ndjson");
+    write_security_ndjson(&security_file, security_n, end)?;
+    let security_bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(&security_file)?));
+    let cpu = running.cpu_seconds();
+    let security =
+        ingest::post_all(&url("ingest", "securityevents"), &ingest_cookie, &security_bodies, CONNECTIONS, None)?;
+    let security_cpu = running.cpu_seconds() - cpu;
+    anyhow::ensure!(security.accepted == security_n, "accepted {} of {security_n} events", security.accepted);
+    drop(security_bodies);
+
+    // 5. Dashboard queries on the dataset while another customer's access logs stream in (zstd bodies).
+    let sustained_cookie = login("sustained")?;
+    let compressed: Vec<Vec<u8>> =
+        bodies.iter().take(bodies.len().div_ceil(2)).map(|b| compress("zstd", b)).collect::<Result<_>>()?;
+    drop(bodies);
+    let compressed = Arc::new(compressed);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let looper = {
+        let (stop, cookie, agent) = (stop.clone(), cookie.clone(), agent.clone());
+        let urls: Vec<String> = dashboard(end).iter().map(|q| format!("{base}/bench/v1{q}")).collect();
+        std::thread::spawn(move || -> Result<Vec<f64>> {
+            let mut times = Vec::new();
+            for url in urls.iter().cycle() {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let t = Instant::now();
+                agent.get(url).set("Cookie", &cookie).call().with_context(|| url.clone())?.into_string()?;
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            Ok(times)
+        })
+    };
+    let sustained =
+        ingest::post_all(&url("sustained", "accesslogs"), &sustained_cookie, &compressed, CONNECTIONS, Some("zstd"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut during = looper.join().map_err(|_| anyhow::anyhow!("the query loop panicked"))??;
+    let sustained = sustained?;
+    during.sort_by(f64::total_cmp);
     drop(running);
 
     let out = Command::new(&python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
@@ -586,14 +741,49 @@ pub fn run(args: &Args) -> Result<()> {
         let _ = writeln!(table, "| {} | {n} ({total}) | {ms:.2} | {d:.2} | {:.1}× |", q.name, d / ms);
     }
     let (dn, ds) = (duck["ingest"][0].as_f64().unwrap_or(0.0), duck["ingest"][1].as_f64().unwrap_or(f64::NAN));
+    let (rollups, rs) = (duck["rollups"][0].as_u64().unwrap_or(0), duck["rollups"][1].as_f64().unwrap_or(f64::NAN));
+    let ours = ingest_n as f64 / access.seconds;
     println!();
     print!("{table}");
     println!();
-    println!("| ingestion of {ingest_n} access-log records (NDJSON) | records/s |");
-    println!("|---|---|");
-    println!("| edge-server, HTTP ingest (parsed, durable, into every rollup) | {:.0} |", ingest_n as f64 / ingest_s);
-    println!("| DuckDB read_ndjson into a table | {:.0} |", dn / ds);
+    println!(
+        "| ingestion of {ingest_n} access-log records (NDJSON, requests of {} records, {CONNECTIONS} connections) | records/s | DuckDB / edge-server |",
+        ingest::RECORDS_PER_REQUEST
+    );
+    println!("|---|---|---|");
+    println!(
+        "| edge-server, HTTP ingest (parsed, durable, into all {} rollups; {:.2} µs of server CPU a record) | {ours:.0} | |",
+        rollups + 3,
+        access_cpu * 1e6 / ingest_n as f64
+    );
+    println!("| DuckDB read_ndjson into a table | {:.0} | {:.1}× |", dn / ds, dn / ds / ours);
+    println!(
+        "| DuckDB read_ndjson + the same {rollups} rollup tables (INSERT … GROUP BY each) | {:.0} | {:.1}× |",
+        ingest_n as f64 / rs,
+        ingest_n as f64 / rs / ours
+    );
+    println!(
+        "| edge-server, HTTP ingest of {security_n} security events ({:.2} µs of server CPU an event) | {:.0} | |",
+        security_cpu * 1e6 / security_n as f64,
+        security_n as f64 / security.seconds
+    );
     println!();
+    println!(
+        "Dashboard queries during a sustained ingest of {} zstd-compressed access-log records ({:.0} records/s): {} queries, p50 {:.1} ms, p99 {:.1} ms.",
+        sustained.accepted,
+        sustained.accepted as f64 / sustained.seconds,
+        during.len(),
+        percentile(&during, 0.5),
+        percentile(&during, 0.99)
+    );
+    let mut latencies = access.latencies_ms.clone();
+    latencies.sort_by(f64::total_cmp);
+    println!(
+        "Ingest requests: p50 {:.0} ms, p99 {:.0} ms each ({} records).",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        ingest::RECORDS_PER_REQUEST
+    );
     println!("DuckDB loaded the CSV tables in {:.1} s.", duck["load_s"].as_f64().unwrap_or(0.0));
     println!(
         "{}",

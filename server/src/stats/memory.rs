@@ -441,6 +441,8 @@ pub struct MemoryEngine {
     /// Held (shared) by every application of a logged batch, taken before the log is released: a checkpoint,
     /// holding the log, takes it exclusively to wait for the batches logged before it.
     applying: RwLock<()>,
+    /// Aggregators of past batches, kept with their capacity for the next ones.
+    aggregators: Mutex<Vec<Aggregator>>,
 }
 
 struct Wal {
@@ -706,6 +708,7 @@ impl MemoryEngine {
             specs,
             max_ids,
             applying: RwLock::new(()),
+            aggregators: Mutex::new(Vec::new()),
         };
         {
             let mut map = engine.tenants.write().unwrap_or_else(|e| e.into_inner());
@@ -914,7 +917,7 @@ impl MemoryEngine {
             _ => d,
         };
         let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
-        let mut agg = Aggregator::default();
+        let mut agg = self.aggregator();
         for (spec, rollup) in self.specs.iter().zip(&tenant.rollups) {
             let metric_cols: &[&[u64]] = match spec.kind {
                 Kind::Delivery => &metrics,
@@ -925,6 +928,15 @@ impl MemoryEngine {
             agg.run(spec, &b.ts_ms, &columns, &local, maps, metric_cols, None, self.retention_start(spec.granularity));
             agg.merge_into(spec, &mut write(rollup));
         }
+        self.give_back(agg);
+    }
+
+    fn aggregator(&self) -> Aggregator {
+        self.aggregators.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default()
+    }
+
+    fn give_back(&self, agg: Aggregator) {
+        self.aggregators.lock().unwrap_or_else(|e| e.into_inner()).push(agg);
     }
 
     /// Adds an encoded security batch to the raw events and every security rollup.
@@ -952,7 +964,7 @@ impl MemoryEngine {
         let local: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
         let ones = vec![1u64; n];
         let metric_cols: [&[u64]; 1] = [&ones];
-        let mut agg = Aggregator::default();
+        let mut agg = self.aggregator();
         let mut wanted = vec![false; n];
         for (spec, rollup) in self.specs.iter().zip(&tenant.rollups) {
             let want: fn(bool, bool) -> bool = match spec.kind {
@@ -969,6 +981,7 @@ impl MemoryEngine {
             agg.run(spec, &b.ts_ms, &columns, &local, maps, &metric_cols, Some(&wanted), from);
             agg.merge_into(spec, &mut write(rollup));
         }
+        self.give_back(agg);
     }
 
     /// Loads pre-aggregated rows into the rollup of a delivery or top-K URL grouping set (the benchmark's bulk
