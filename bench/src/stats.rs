@@ -344,7 +344,9 @@ struct Query {
 fn queries(end: i64) -> Vec<Query> {
     let t = |ms: i64| format_time(ms);
     let d = |ms: i64| csv_time(ms);
-    let week = end - 7 * DAY;
+    // "A week" of 5-minute data starts half an hour later than the dataset: the server refuses a span
+    // reaching before what it keeps (a week and one bucket before its clock), and the run takes minutes.
+    let week = end - 7 * DAY + 1_800_000;
     let month = end - 30 * DAY;
     let day = end - end.rem_euclid(DAY);
     let events_from = day - 3 * DAY;
@@ -752,8 +754,7 @@ pub fn run(args: &Args) -> Result<()> {
     );
     println!("|---|---|---|");
     println!(
-        "| edge-server, HTTP ingest (parsed, durable, into all {} rollups; {:.2} µs of server CPU a record) | {ours:.0} | |",
-        rollups + 3,
+        "| edge-server, HTTP ingest (parsed, durable, into all {rollups} rollups; {:.2} µs of server CPU a record) | {ours:.0} | |",
         access_cpu * 1e6 / ingest_n as f64
     );
     println!("| DuckDB read_ndjson into a table | {:.0} | {:.1}× |", dn / ds, dn / ds / ours);

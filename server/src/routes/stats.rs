@@ -470,6 +470,48 @@ fn ndjson(headers: &HeaderMap) -> AppResult<Option<ingest::Encoding>> {
     }
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `work` on the ingestion threads and waits for its result. Ingestion has threads of its own, one a
+/// core, at a lower CPU priority (nice 10): when the machine is busy, queries (tokio's blocking threads,
+/// priority 0) go first, so dashboards stay fast during heavy ingestion, which takes the rest.
+async fn on_ingest_threads<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+    static POOL: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Job>>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for i in 0..threads {
+            let rx = rx.clone();
+            let _ = std::thread::Builder::new().name(format!("ingest-{i}")).spawn(move || {
+                #[cfg(target_os = "linux")]
+                // SAFETY: setpriority takes integers only; on Linux, PRIO_PROCESS with 0 is the calling thread.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                }
+                loop {
+                    let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => break,
+                    }
+                }
+            });
+        }
+        std::sync::Mutex::new(tx)
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)));
+    });
+    pool.lock().unwrap_or_else(|e| e.into_inner()).send(job).map_err(|_| anyhow::anyhow!("no ingestion threads"))?;
+    match rx.await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(_)) => anyhow::bail!("an ingestion job panicked"),
+        Err(_) => anyhow::bail!("an ingestion job was dropped"),
+    }
+}
+
 /// Decompresses (within the body limit), parses and stores an ingestion body, off the async runtime.
 async fn ingest_with<B: Send + 'static>(
     state: &AppState,
@@ -483,7 +525,7 @@ async fn ingest_with<B: Send + 'static>(
     let engine = state.stats.clone();
     let customer = caller.customer.id;
     let limit = state.settings.max_body_bytes;
-    let result = tokio::task::spawn_blocking(move || -> AppResult<IngestResult> {
+    let result = on_ingest_threads(move || -> AppResult<IngestResult> {
         let decoded = match encoding {
             Some(e) => Some(ingest::decompress(e, &body, limit).map_err(|e| match e {
                 ingest::DecodeError::TooLarge => AppError::PayloadTooLarge,
@@ -502,8 +544,7 @@ async fn ingest_with<B: Send + 'static>(
         })?;
         Ok(IngestResult { accepted, rejected })
     })
-    .await
-    .map_err(|e| anyhow::anyhow!("ingest task: {e}"))??;
+    .await??;
     Ok(axum::Json(result))
 }
 
