@@ -162,7 +162,7 @@ async fn list_properties(
     Ok(axum::Json(items))
 }
 
-/// Create a property with its host patterns (beyond the original API).
+/// Create a property with its host patterns (beyond the original API; at most 5,000).
 #[utoipa::path(
     post, path = "/properties", tag = "properties",
     request_body = NewProperty,
@@ -251,8 +251,10 @@ async fn get_config(
 }
 
 /// Replace a property's configuration. `If-Match` must carry the etag read (missing: 428; stale: 409 with the
-/// current etag). Nodes are matched by id, else by read-only part among siblings; new nodes may not set
-/// read-only fields and existing ones may not change theirs.
+/// current etag). Nodes are matched by the key of the read-only part they send, else restored when that
+/// read-only part is one this property's nodes had in an earlier version (a rollback brings removed nodes back
+/// as they were), else by id; new nodes may not set read-only fields and existing ones may not change theirs.
+/// At most 5,000 nodes (host patterns, origins, cache rules, WAF and traffic-shaping rules together).
 #[utoipa::path(
     put, path = "/properties/{property_name}/config", tag = "properties",
     params(

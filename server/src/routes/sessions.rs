@@ -81,7 +81,9 @@ async fn end_session(state: &AppState, caller: &Caller, session: &SessionRecord,
 }
 
 /// Log in: create a session from HTTP Basic credentials. The answer also sets the `authtoken` cookie, so a
-/// browser is logged in at once.
+/// browser is logged in at once. Failed attempts are counted over 15 minutes per username from the client's
+/// address (locked after 10), per address (locked after 100) and per username (slowed down, never locked);
+/// behind `--trusted-proxies` the address is the one in `X-Forwarded-For`, IPv6 by its /64.
 #[utoipa::path(
     post, path = "/sessions", tag = "sessions",
     params(("X-OTP-Token" = Option<String>, Header, description = "Six-digit one-time password; required when the user has two-factor enabled")),
