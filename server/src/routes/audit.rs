@@ -8,12 +8,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{paging::PageQuery, tasks::parse_since, users::url_encode};
+use super::{paging::PageQuery, tasks::time_param, users::url_encode};
 use crate::{
     AppState,
     access::{Allowed, perm},
     clock::iso_ms,
-    error::{AppError, AppResult},
+    error::AppResult,
     extract::Query,
     store::{Actor, AuditEntry, AuditFilter, Customer},
 };
@@ -40,16 +40,6 @@ struct AuditQuery {
     page: Option<u64>,
     /// Records per page (default 100, at most 1000).
     count: Option<u64>,
-}
-
-fn time(name: &str, value: Option<&str>) -> AppResult<Option<i64>> {
-    value
-        .map(|v| {
-            parse_since(v).ok_or_else(|| {
-                AppError::invalid_parameter(format!("{name}: {v:?} is not a time like 2026-11-22T10:00:00.000+0000."))
-            })
-        })
-        .transpose()
 }
 
 /// The API address of an audit record's target, while it exists.
@@ -117,8 +107,8 @@ async fn list_audit(
         None => (None, None),
     };
     let filter = AuditFilter {
-        from_ms: time("from", q.from.as_deref())?,
-        to_ms: time("to", q.to.as_deref())?,
+        from_ms: time_param("from", q.from.as_deref())?,
+        to_ms: time_param("to", q.to.as_deref())?,
         actor: text(&q.actor),
         operation: text(&q.operation),
         target_type,

@@ -51,6 +51,17 @@ pub fn parse_since(s: &str) -> Option<i64> {
         .map(|t| t.and_utc().timestamp_millis())
 }
 
+/// The time query parameter `name` (see [`parse_since`]), or 400 naming it.
+pub fn time_param(name: &str, value: Option<&str>) -> AppResult<Option<i64>> {
+    value
+        .map(|v| {
+            parse_since(v).ok_or_else(|| {
+                AppError::invalid_parameter(format!("{name}: {v:?} is not a time like 2026-11-22T10:00:00.000+0000."))
+            })
+        })
+        .transpose()
+}
+
 /// Tasks of the customer, newest first: those updated after `since` (queued ones that begin after it, running
 /// ones, ended ones that ended after it), optionally of one status and operation. Finished tasks are kept for
 /// the task retention (30 days unless the server is told otherwise).
@@ -69,15 +80,7 @@ async fn list_tasks(
     Query(q): Query<TaskQuery>,
 ) -> AppResult<axum::Json<TaskPage>> {
     let page = PageQuery { page: q.page, count: q.count }.resolve()?;
-    let since = q
-        .since
-        .as_deref()
-        .map(|s| {
-            parse_since(s).ok_or_else(|| {
-                AppError::invalid_parameter(format!("since: {s:?} is not a time like 2026-11-22T10:00:00.000+0000."))
-            })
-        })
-        .transpose()?;
+    let since = time_param("since", q.since.as_deref())?;
     let status = q
         .status
         .as_deref()
