@@ -1,7 +1,7 @@
-//! Properties, purge, network lists, tasks and the account.
+//! Properties, purge, network lists, tasks, the account and the audit log.
 
 use edge_api::{
-    Account, AccountUpdate, AddEntriesResult, EntryInput, EntryPage, Feature, NetworkList, NetworkListPage,
+    Account, AccountUpdate, AddEntriesResult, AuditPage, EntryInput, EntryPage, Feature, NetworkList, NetworkListPage,
     NetworkListUpdate, NewNetworkList, PurgeError, PurgeRequest, Task, TaskPage, TransactionStatus, TransactionSummary,
     config::{Change, ConfigDocument, ConfigVersion, NewProperty, PropertySummary, UpdatePropertyModel},
 };
@@ -186,4 +186,32 @@ pub async fn put_account(customer: &str, update: &AccountUpdate) -> ApiResult<Ac
 
 pub async fn features(customer: &str) -> ApiResult<Vec<Feature>> {
     send_json(Request::get(&url(customer, "/features"))).await
+}
+
+// The audit log
+
+/// The audit log's filters; empty ones are left out. `from` and `to` are API times.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    pub from: String,
+    pub to: String,
+    pub actor: String,
+    pub operation: String,
+    pub target: String,
+}
+
+pub async fn list_audit(customer: &str, filter: &AuditFilter, page: u64, count: u64) -> ApiResult<AuditPage> {
+    let mut u = url(customer, &format!("/audit?page={page}&count={count}"));
+    for (k, v) in [
+        ("from", &filter.from),
+        ("to", &filter.to),
+        ("actor", &filter.actor),
+        ("operation", &filter.operation),
+        ("target", &filter.target),
+    ] {
+        if !v.is_empty() {
+            u.push_str(&format!("&{k}={}", encode(v)));
+        }
+    }
+    send_json(Request::get(&u)).await
 }

@@ -177,6 +177,7 @@ pub fn Layout() -> impl IntoView {
 
 #[component]
 fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl IntoView {
+    let auth = Auth::get();
     let links = NAV
         .iter()
         .map(|(path, label)| {
@@ -188,13 +189,24 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
             }
         })
         .collect_view();
+    // Only administrators read the audit log.
+    let audit = format!("/{customer}/audit");
+    let admin_links = move || {
+        auth.is_admin().then(|| {
+            view! {
+                <li>
+                    <A href=audit.clone()>"Audit log"</A>
+                </li>
+            }
+        })
+    };
     view! {
         <a class="skip-link" href="#content">"Skip to content"</a>
         <div class="shell">
             <aside class="sidebar">
                 <div class="brand">"Edge Console"</div>
                 <nav aria-label="Main">
-                    <ul>{links}</ul>
+                    <ul>{links} {admin_links}</ul>
                 </nav>
             </aside>
             <div class="main">

@@ -3,6 +3,7 @@
 pub mod async_view;
 pub mod chart;
 pub mod dialog;
+pub mod download;
 pub mod errors;
 pub mod layout;
 pub mod pager;

@@ -1,6 +1,7 @@
 //! One module per route.
 
 pub mod account;
+pub mod audit;
 pub mod lists;
 pub mod login;
 pub mod me;
@@ -19,6 +20,7 @@ use leptos_router::{
 };
 
 pub use account::Account;
+pub use audit::AuditLog;
 pub use lists::NetworkLists;
 pub use me::MyAccount;
 pub use properties::Properties;
@@ -43,6 +45,7 @@ pub fn Page() -> impl IntoView {
         "lists" => view! { <NetworkLists /> }.into_any(),
         "tasks" => view! { <Tasks /> }.into_any(),
         "account" => view! { <Account /> }.into_any(),
+        "audit" => view! { <AuditLog /> }.into_any(),
         _ => view! { <NotFound /> }.into_any(),
     }
 }

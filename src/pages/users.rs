@@ -94,8 +94,10 @@ fn RoleTable() -> impl IntoView {
 fn UserAdmin(me: User) -> impl IntoView {
     let customer = use_customer();
     let page = RwSignal::new(1u64);
-    let query = RwSignal::new(String::new());
-    let search = RwSignal::new(String::new());
+    // A search can come in the address (`?q=`), as the audit log links users.
+    let asked = leptos_router::hooks::use_query_map().get_untracked().get("q").unwrap_or_default();
+    let query = RwSignal::new(asked.clone());
+    let search = RwSignal::new(asked);
     let reload = RwSignal::new(0u32);
     let users = load(move || {
         let (customer, page, search) = (customer.get(), page.get(), search.get());

@@ -7,7 +7,7 @@ use edge_api::stats::{StatsResponse, parse_time};
 
 use crate::{
     api::{Column, value_text},
-    components::chart::Series,
+    components::{chart::Series, download::csv},
 };
 
 /// Series shown by name in a chart; the rest are added up as "other".
@@ -87,32 +87,7 @@ pub fn top_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<(String, f64
 
 /// CSV of an answer: a header of column names, then the rows.
 pub fn to_csv(r: &StatsResponse) -> String {
-    let field = |s: String| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s };
-    let mut out = r.columns.iter().map(|c| field(c.name.clone())).collect::<Vec<_>>().join(",");
-    out.push('\n');
-    for row in &r.rows {
-        out.push_str(&row.iter().map(|v| field(value_text(v))).collect::<Vec<_>>().join(","));
-        out.push('\n');
-    }
-    out
-}
-
-/// Offers `text` as a file download named `name`.
-pub fn download(name: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
-    let options = web_sys::BlobPropertyBag::new();
-    options.set_type("text/csv");
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else { return };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
-    let document = leptos::prelude::document();
-    if let Ok(a) = document.create_element("a") {
-        let _ = a.set_attribute("href", &url);
-        let _ = a.set_attribute("download", name);
-        if let Some(a) = wasm_bindgen::JsCast::dyn_ref::<web_sys::HtmlElement>(&a) {
-            a.click();
-        }
-    }
-    let _ = web_sys::Url::revoke_object_url(&url);
+    csv(r.columns.iter().map(|c| c.name.clone()), r.rows.iter().map(|row| row.iter().map(value_text).collect()))
 }
 
 /// The bars of a ranked answer (a top list): its first dimension by its first metric.

@@ -15,19 +15,20 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
-pub use self::{
-    data::{bars, series_of, to_csv, totals},
-    view::{View, grouping_state, metric_label},
-};
 use self::{
-    data::{download, top_values},
+    data::top_values,
     filters::FilterBuilder,
     table::{DataTable, Kpis},
     top_urls::TopUrls,
     view::{PAGE_SIZE, params},
 };
+pub use self::{
+    data::{bars, series_of, to_csv, totals},
+    view::{View, grouping_state, metric_label},
+};
 use crate::{
     api,
+    components::download::download,
     components::{
         async_view::{AsyncView, load},
         chart::{BarChart, TimeChart},

@@ -7,7 +7,7 @@ use edge_e2e::{END, ENTER, Harness, PASSWORD, TAB};
 use serde_json::json;
 
 /// Every view of the console, as a logged-in administrator sees it first, and what shows it has loaded.
-const VIEWS: [(&str, &str); 11] = [
+const VIEWS: [(&str, &str); 12] = [
     ("/demo/stats", "#time-chart svg"),
     ("/demo/security", "#events table"),
     ("/demo/users", "tr[data-username=admin]"),
@@ -19,6 +19,7 @@ const VIEWS: [(&str, &str); 11] = [
     ("/demo/lists?list=ip_demo_scanners", "tr[data-entry]"),
     ("/demo/tasks", "table.tasks"),
     ("/demo/account", "input[name=display_name]"),
+    ("/demo/audit", "table.audit tbody tr"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,6 +39,7 @@ async fn every_view_does_its_main_job() -> Result<()> {
     properties(&h).await.context("properties")?;
     network_lists(&h).await.context("network lists")?;
     users(&h).await.context("users")?;
+    audit(&h).await.context("audit log")?;
     password_reset(&mut h).await.context("password reset")?;
     password_change(&h).await.context("password change")?;
     let viewer = h.second_browser().await?;
@@ -350,6 +352,60 @@ async fn users(h: &Harness) -> Result<()> {
     Ok(())
 }
 
+/// The audit log holds the tour's own changes with who made them: filters live in the address (and survive a
+/// reload), a target that still exists links to its page and a deleted one does not, pages, CSV export.
+async fn audit(h: &Harness) -> Result<()> {
+    h.click("nav a[href='/demo/audit']").await?;
+    h.wait_for("table.audit tbody tr").await?;
+    // A family of operations: the users step's changes.
+    h.select("select[name=operation]", "user").await?;
+    h.wait_until("table.audit tbody", |t| t.contains("User deleted") && t.contains("dora")).await?;
+    let url = h.client.current_url().await?;
+    ensure!(url.as_str().contains("operation=user"), "the filter is in the address: {url}");
+    h.snapshot("audit").await?;
+    // The deleted user's records link nowhere; the edited user's record links to the user.
+    h.select("select[name=operation]", "user.delete").await?;
+    h.wait_for("tr[data-operation='user.delete'][data-target-exists=false]").await?;
+    ensure!(h.count("tr[data-operation='user.delete'] td.target a").await? == 0, "a deleted user has no link");
+    h.client.refresh().await?;
+    h.wait_for("tr[data-operation='user.delete']").await?;
+    ensure!(h.value("select[name=operation]").await? == "user.delete", "the filter survives a reload");
+    h.select("select[name=operation]", "user.update").await?;
+    h.wait_until("tr[data-operation='user.update'][data-target-exists=true]", |t| {
+        t.contains("admin") && t.contains("operator") && t.contains("full_name: Olga Operator")
+    })
+    .await?;
+    h.click("tr[data-operation='user.update'] td.target a").await?;
+    h.wait_for("tr[data-username=operator]").await?;
+    ensure!(h.client.current_url().await?.as_str().contains("/demo/users?q=operator"), "the target's page");
+    // The actor filter from the form; the whole family exported.
+    h.goto("/demo/audit?operation=user").await?;
+    h.fill("input[name=actor]", "admin").await?;
+    h.click_text(".audit-filters button", "Apply").await?;
+    h.wait_until(".pager [role=status]", |t| t.starts_with("1–")).await?;
+    ensure!(h.client.current_url().await?.as_str().contains("actor=admin"), "the actor is in the address");
+    let shown = h.wait_until(".pager [role=status]", |t| t.starts_with("1–")).await?;
+    let total: usize = shown.rsplit(' ').next().and_then(|n| n.parse().ok()).context("the total")?;
+    let csv = download(h, "#export-csv").await?;
+    ensure!(
+        csv.starts_with("time,actor,actor_type,actor_id,source_address,operation,outcome,target_type,target_id,target_name,details\n"),
+        "CSV header: {}",
+        &csv[..csv.len().min(120)]
+    );
+    ensure!(csv.lines().count() == total + 1, "one line per record: {} for {total}", csv.lines().count());
+    ensure!(csv.contains(",user.delete,success,user,") && csv.contains("dora"), "the deletion is exported");
+    // Everything, a page at a time.
+    h.goto("/demo/audit").await?;
+    h.select("select[name=count]", "25").await?;
+    h.wait_until(".pager [role=status]", |t| t.starts_with("1–25 of")).await?;
+    h.click_text(".pager button", "Next").await?;
+    h.wait_until(".pager [role=status]", |t| t.starts_with("26–")).await?;
+    h.snapshot("audit-page-2").await?;
+    let url = h.client.current_url().await?;
+    ensure!(url.as_str().contains("page=2") && url.as_str().contains("count=25"), "the page is in the address: {url}");
+    Ok(())
+}
+
 /// The link of the last mail in the outbox.
 fn last_reset_link(h: &Harness) -> Result<String> {
     let mail = h.outbox()?.pop().context("a mail")?;
@@ -417,6 +473,7 @@ async fn viewer_sees_no_write_controls(b: &edge_e2e::Browser) -> Result<()> {
             "/demo/users" => ".notice.info",
             "/demo/purge" => ".notice.info",
             "/demo/account" => ".notice.info",
+            "/demo/audit" => ".notice.info",
             "/demo/lists?list=ip_demo_scanners" => "tr[data-entry]",
             _ => ready,
         };
@@ -437,6 +494,7 @@ async fn viewer_sees_no_write_controls(b: &edge_e2e::Browser) -> Result<()> {
         let writable: Vec<String> = serde_json::from_value(writable)?;
         ensure!(writable.is_empty(), "{path} offers a viewer: {writable:?}");
     }
+    ensure!(b.count("nav a[href='/demo/audit']").await? == 0, "only administrators see the audit log");
     b.client.clone().close().await?;
     Ok(())
 }
