@@ -22,6 +22,31 @@ pub struct Session {
     pub user: Link,
 }
 
+/// One of the caller's own live sessions, as `GET /sessions` lists them (never its secret id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    /// A public reference: the first 16 hex digits of the SHA-256 of the session id (as in the audit log).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// ISO 8601 with milliseconds and `Z`, as every time of the sessions resource.
+    pub created: String,
+    pub last_access: String,
+    pub expires: String,
+    /// True for the session that authenticated this request.
+    pub current: bool,
+    /// Its address under `/sessions/refs/`, where DELETE ends it.
+    pub uri: String,
+}
+
+/// The caller's own live sessions, most recently used first (at most 100), and how many there are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SessionList {
+    pub items: Vec<SessionInfo>,
+    pub total: u64,
+}
+
 /// Body of PUT on a session. No field can be set; `id` names the session that PUT /sessions/current makes
 /// current. Unknown fields are ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -195,12 +195,22 @@ pub struct Server {
 impl Server {
     /// Binds `listen` and serves `state` until [`Server::stop`] is called.
     pub async fn start(state: AppState, listen: SocketAddr) -> anyhow::Result<Server> {
+        Self::start_wrapped(state, listen, |app| app).await
+    }
+
+    /// [`Server::start`] with `wrap` applied to the whole application: for tests that watch or slow down
+    /// requests (the end-to-end tests' slow-server layer). The binary never wraps.
+    pub async fn start_wrapped(
+        state: AppState,
+        listen: SocketAddr,
+        wrap: impl FnOnce(Router) -> Router,
+    ) -> anyhow::Result<Server> {
         let listener = TcpListener::bind(listen).await.with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         let stats = state.stats.clone();
-        let app = app(state).into_make_service_with_connect_info::<SocketAddr>();
+        let app = wrap(app(state)).into_make_service_with_connect_info::<SocketAddr>();
         let join = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async move {

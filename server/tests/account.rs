@@ -39,6 +39,23 @@ async fn the_account_is_read_and_updated_but_its_name_never_changes() {
     assert_eq!(reply.body["details"].as_array().unwrap().len(), 3);
     let reply = app.send(req(Method::GET, "/acme/v1/account").basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.body["display_name"], "A", "nothing changed");
+    // A name shaped like a zone but not in the IANA database is refused too, naming the field.
+    for zone in ["Europe/Springfield", "europe/berlin", "Asia/Kolkata "] {
+        let reply = app
+            .send(req(Method::PUT, "/acme/v1/account").basic("alice", PASSWORD).json(&json!({"timezone": zone})).done())
+            .await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_account");
+        assert!(reply.body["details"][0]["message"].as_str().unwrap().starts_with("timezone: "), "{}", reply.body);
+    }
+    let reply = app
+        .send(
+            req(Method::PUT, "/acme/v1/account")
+                .basic("alice", PASSWORD)
+                .json(&json!({"timezone": "Asia/Kolkata"}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.body["timezone"], "Asia/Kolkata");
 }
 
 #[tokio::test]

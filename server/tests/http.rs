@@ -166,7 +166,8 @@ async fn openapi_documents_every_session_operation_with_the_customer_parameter()
     assert_eq!(reply.status, StatusCode::OK);
     let paths = reply.body["paths"].as_object().unwrap();
     let expected = [
-        ("/{customer}/v1/sessions", vec!["post"]),
+        ("/{customer}/v1/sessions", vec!["post", "get"]),
+        ("/{customer}/v1/sessions/refs/{ref}", vec!["delete"]),
         ("/{customer}/v1/sessions/current", vec!["get", "put", "delete"]),
         ("/{customer}/v1/sessions/{session_id}", vec!["get", "put", "delete"]),
     ];

@@ -238,3 +238,66 @@ async fn unknown_usernames_are_throttled_exactly_like_known_ones() {
         assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
     }
 }
+
+#[tokio::test]
+async fn a_user_lists_their_own_live_sessions_by_reference_and_ends_one() {
+    let app = TestApp::new().await;
+    app.add_user("acme", "bob", "admin").await;
+    let first = app.login("acme", "alice", PASSWORD).await;
+    app.advance(60_000);
+    let second = app.login("acme", "alice", PASSWORD).await;
+    let bobs = app.login("acme", "bob", PASSWORD).await;
+    // A second later, so that this request's use of the first session orders it strictly before the second.
+    app.advance(1_000);
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions").cookie(&first).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let items = reply.body["items"].as_array().unwrap();
+    assert_eq!(reply.body["total"], 2, "alice's two sessions, not bob's: {}", reply.body);
+    assert_eq!(items.len(), 2);
+    // Most recently used first: the first session was just used by this request.
+    assert_eq!(items[0]["current"], true);
+    assert_eq!(items[1]["current"], false);
+    let reference = items[1]["ref"].as_str().unwrap().to_string();
+    assert_eq!(reference.len(), 16);
+    let text = String::from_utf8_lossy(&reply.raw);
+    assert!(!text.contains(&first) && !text.contains(&second), "no secret id is listed");
+    assert_eq!(items[1]["uri"], format!("/acme/v1/sessions/refs/{reference}"));
+    assert_eq!(items[1]["created"], "2026-01-01T00:01:00.000Z");
+    assert_eq!(items[1]["expires"], "2026-01-01T00:31:00.000Z");
+
+    // Bob, an administrator, cannot end alice's session by its reference; alice can.
+    let reply =
+        app.send(req(Method::DELETE, &format!("/acme/v1/sessions/refs/{reference}")).cookie(&bobs).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    let reply =
+        app.send(req(Method::DELETE, &format!("/acme/v1/sessions/refs/{reference}")).cookie(&first).done()).await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    assert!(reply.headers.get(header::SET_COOKIE).is_none(), "another session: the cookie stays");
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions/current").cookie(&second).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions").cookie(&first).done()).await;
+    assert_eq!(reply.body["total"], 1);
+    for bad in ["nothex-at-all-xx", "0123", "../../users"] {
+        let reply = app.send(req(Method::DELETE, &format!("/acme/v1/sessions/refs/{bad}")).cookie(&first).done()).await;
+        assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+    }
+    // Ending the session of the request itself logs out: the cookie is unset.
+    let own = items[0]["ref"].as_str().unwrap();
+    let reply = app.send(req(Method::DELETE, &format!("/acme/v1/sessions/refs/{own}")).cookie(&first).done()).await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    let cookie = reply.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(cookie.contains("Max-Age=0"), "{cookie}");
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions").cookie(&first).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "session_invalid");
+}
+
+#[tokio::test]
+async fn expired_sessions_are_not_listed() {
+    let app = TestApp::new().await;
+    let old = app.login("acme", "alice", PASSWORD).await;
+    app.advance(SESSION_IDLE_MS + 1);
+    let _ = old;
+    let reply = app.send(req(Method::GET, "/acme/v1/sessions").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body, json!({"items": [], "total": 0}));
+}

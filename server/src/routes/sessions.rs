@@ -1,4 +1,5 @@
-//! Sessions: create with Basic credentials, read, keep alive, make current (sets the cookie), delete.
+//! Sessions: create with Basic credentials, read, keep alive, make current (sets the cookie), delete; the
+//! caller's own sessions listed by public reference, and ended by it.
 
 use axum::{
     body::Bytes,
@@ -6,7 +7,7 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use edge_api::{ErrorBody, Link, Session, SessionModel, paths};
+use edge_api::{ErrorBody, Link, Session, SessionInfo, SessionList, SessionModel, paths};
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -23,7 +24,8 @@ use crate::{
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(create_session))
+        .routes(routes!(create_session, list_own_sessions))
+        .routes(routes!(delete_own_session))
         .routes(routes!(get_current_session, put_current_session, delete_current_session))
         .routes(routes!(get_session, put_session, delete_session))
 }
@@ -31,6 +33,29 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize)]
 struct SessionPath {
     session_id: String,
+}
+
+#[derive(Deserialize)]
+struct RefPath {
+    #[serde(rename = "ref")]
+    reference: String,
+}
+
+/// At most this many sessions are listed (the most recently used).
+const LISTED_SESSIONS: u32 = 100;
+
+/// A session's public reference: the first 16 hex digits of the SHA-256 of its id, as in the audit log.
+fn session_ref(s: &SessionRecord) -> String {
+    s.token_hash.chars().take(16).collect()
+}
+
+/// The caller's own live sessions, most recently used first.
+async fn own_sessions(state: &AppState, caller: &Caller) -> AppResult<(Vec<SessionRecord>, u64)> {
+    let now = state.clock.now_ms();
+    Ok(state
+        .store
+        .user_sessions(&caller.user.id, now - auth::SESSION_IDLE_MS, now - auth::SESSION_MAX_AGE_MS, LISTED_SESSIONS)
+        .await?)
 }
 
 fn session_body(customer: &Customer, session_id: &str, s: &SessionRecord) -> Session {
@@ -124,6 +149,71 @@ async fn create_session(State(state): State<AppState>, path: PathCustomer, heade
     let body = session_body(&customer, &session_id, &record);
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, set_cookie(&session_id, &headers))], axum::Json(body))
         .into_response())
+}
+
+/// The caller's own live sessions (an administrator's too: only their own), most recently used first, at most
+/// 100, each with a public reference instead of its secret id; `current` marks the one of this request.
+#[utoipa::path(
+    get, path = "/sessions", tag = "sessions",
+    responses(
+        (status = 200, description = "The caller's own live sessions", body = SessionList),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+    )
+)]
+async fn list_own_sessions(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+) -> AppResult<axum::Json<SessionList>> {
+    let (sessions, total) = own_sessions(&state, &caller).await?;
+    let base = paths::base(&caller.customer.name);
+    let current = caller.session.as_ref().map(|s| s.token_hash.as_str());
+    let items = sessions
+        .iter()
+        .map(|s| {
+            let reference = session_ref(s);
+            SessionInfo {
+                uri: format!("{base}/sessions/refs/{reference}"),
+                reference,
+                created: iso_ms(s.created_ms),
+                last_access: iso_ms(s.last_seen_ms),
+                expires: iso_ms(auth::session_expiry_ms(s)),
+                current: Some(s.token_hash.as_str()) == current,
+            }
+        })
+        .collect();
+    Ok(axum::Json(SessionList { items, total }))
+}
+
+/// End one of the caller's own sessions, named by its public reference (from `GET /sessions`). Ending the
+/// session of this request also unsets the cookie.
+#[utoipa::path(
+    delete, path = "/sessions/refs/{ref}", tag = "sessions",
+    params(("ref" = String, Path, description = "The session's reference: 16 hex digits, as listed by GET /sessions")),
+    responses(
+        (status = 204, description = "Session ended"),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 404, description = "No live session of the caller has this reference", body = ErrorBody),
+    )
+)]
+async fn delete_own_session(
+    State(state): State<AppState>,
+    Authed(caller): Authed,
+    headers: HeaderMap,
+    Path(p): Path<RefPath>,
+) -> AppResult<Response> {
+    let valid = p.reference.len() == 16 && p.reference.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !valid {
+        return Err(AppError::NotFound("session"));
+    }
+    // Looked up among the caller's own sessions only, so a reference of anyone else's is not found.
+    let (sessions, _) = own_sessions(&state, &caller).await?;
+    let session = sessions.iter().find(|s| session_ref(s) == p.reference).ok_or(AppError::NotFound("session"))?;
+    end_session(&state, &caller, session, &caller.user.username).await?;
+    let current = caller.session.as_ref().is_some_and(|s| s.token_hash == session.token_hash);
+    if current && auth::session_cookie(&headers).is_some() {
+        return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// The session that authenticated this request (by its cookie). Answers 201, as the API has always done.

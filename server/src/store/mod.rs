@@ -525,6 +525,15 @@ pub trait Store: Send + Sync + 'static {
     /// A session with its customer and user, in one read: every request with the session cookie needs all
     /// three. `None` when the session does not exist.
     async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>>;
+    /// A user's live sessions (used after `idle_after_ms` and created after `created_after_ms`), most recently
+    /// used first, at most `limit`, and how many there are.
+    async fn user_sessions(
+        &self,
+        user_id: &str,
+        idle_after_ms: i64,
+        created_after_ms: i64,
+        limit: u32,
+    ) -> StoreResult<(Vec<SessionRecord>, u64)>;
     /// Records the last use of a session (bookkeeping, not audited).
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()>;
     /// Deletes a session; false when there was none (and nothing is written).

@@ -1324,6 +1324,45 @@ impl Store for SqliteStore {
         Ok(Some((session, customer, user)))
     }
 
+    async fn user_sessions(
+        &self,
+        user_id: &str,
+        idle_after_ms: i64,
+        created_after_ms: i64,
+        limit: u32,
+    ) -> StoreResult<(Vec<SessionRecord>, u64)> {
+        const LIVE: &str = "user_id = ? AND last_seen_ms > ? AND created_ms > ?";
+        let rows = sqlx::query(&format!(
+            "SELECT token_hash, customer_id, user_id, created_ms, last_seen_ms FROM sessions
+             WHERE {LIVE} ORDER BY last_seen_ms DESC, token_hash LIMIT ?"
+        ))
+        .bind(user_id)
+        .bind(idle_after_ms)
+        .bind(created_after_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        let total: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM sessions WHERE {LIVE}"))
+            .bind(user_id)
+            .bind(idle_after_ms)
+            .bind(created_after_ms)
+            .fetch_one(&self.pool)
+            .await?;
+        let sessions = rows
+            .iter()
+            .map(|row| {
+                Ok(SessionRecord {
+                    token_hash: row.try_get("token_hash")?,
+                    customer_id: row.try_get("customer_id")?,
+                    user_id: row.try_get("user_id")?,
+                    created_ms: row.try_get("created_ms")?,
+                    last_seen_ms: row.try_get("last_seen_ms")?,
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok((sessions, total.max(0) as u64))
+    }
+
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()> {
         sqlx::query("UPDATE sessions SET last_seen_ms = MAX(last_seen_ms, ?) WHERE token_hash = ?")
             .bind(last_seen_ms)
