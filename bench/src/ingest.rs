@@ -3,7 +3,7 @@
 //! alone on an empty server (for profiling).
 //!
 //! Usage: edge-bench ingest --work DIR --server PATH/edge-server [--records N] [--connections N]
-//!        [--kind accesslogs|securityevents] [--encoding gzip|zstd]
+//!        [--kind accesslogs|securityevents] [--data realistic|uniform] [--encoding gzip|zstd]
 
 use std::{
     sync::{
@@ -16,7 +16,12 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use crate::{Args, server::Server, stats};
+use crate::{
+    Args,
+    logs::{self, Shape},
+    server::{self, Server},
+    stats,
+};
 
 pub const PASSWORD: &str = "benchmark-password";
 /// Records in one request, as the issue measures.
@@ -114,10 +119,14 @@ pub fn run(args: &Args) -> Result<()> {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64;
     let end = now - now.rem_euclid(300_000);
     let file = work.join("records.ndjson");
+    let shape = match args.value("--data") {
+        None => Shape::Realistic,
+        Some(s) => Shape::parse(&s).context("--data is realistic or uniform")?,
+    };
     if kind == "accesslogs" {
-        stats::write_ndjson(&file, n, end)?;
+        logs::write_access(&file, n, end, shape)?;
     } else {
-        stats::write_security_ndjson(&file, n, end)?;
+        logs::write_security(&file, n, end, shape)?;
     }
     let text = std::fs::read_to_string(&file)?;
     let mut bodies = bodies(&text);
@@ -131,6 +140,7 @@ pub fn run(args: &Args) -> Result<()> {
     println!("ingest: server pid {} at {}", server.pid(), server.base);
     let cookie = server.login("ingest", "admin", PASSWORD)?;
     let cpu = server.cpu_seconds();
+    let client_cpu = server::cpu_seconds(std::process::id());
     let posted = post_all(
         &format!("{}/ingest/v1/ingest/{kind}", server.base),
         &cookie,
@@ -139,17 +149,20 @@ pub fn run(args: &Args) -> Result<()> {
         encoding.as_deref(),
     )?;
     let cpu = server.cpu_seconds() - cpu;
+    let client_cpu = server::cpu_seconds(std::process::id()) - client_cpu;
     anyhow::ensure!(posted.accepted == n, "accepted {} of {n}", posted.accepted);
     let sent: usize = bodies.iter().map(Vec::len).sum();
     println!(
-        "ingest: {n} {kind} records ({:.0} MB, {:.0} MB sent) in {:.2} s over {connections} connections: {:.0} records/s; \
-         server CPU {:.2} s ({:.2} µs a record)",
+        "ingest: {n} {kind} records ({shape:?} data, {:.0} MB, {:.0} MB sent) in {:.2} s over {connections} connections: {:.0} records/s; \
+         server CPU {:.2} s ({:.2} µs a record), client CPU {:.2} µs a record; load average {:.1}",
         raw_bytes as f64 / 1e6,
         sent as f64 / 1e6,
         posted.seconds,
         n as f64 / posted.seconds,
         cpu,
-        cpu * 1e6 / n as f64
+        cpu * 1e6 / n as f64,
+        client_cpu * 1e6 / n as f64,
+        server::load_average()
     );
     Ok(())
 }

@@ -7,6 +7,7 @@ mod config;
 mod fuzz;
 mod ingest;
 mod load;
+mod logs;
 mod server;
 mod stats;
 

@@ -68,14 +68,9 @@ impl Server {
         alive && ureq::get(&format!("{}/healthz", self.base)).timeout(Duration::from_secs(10)).call().is_ok()
     }
 
-    /// CPU time the server process has used so far (user and system), from `/proc/PID/stat`.
+    /// CPU time the server process has used so far (user and system).
     pub fn cpu_seconds(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        // Fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
-        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum();
-        // Linux reports them in USER_HZ, 100 per second on every architecture it runs on here.
-        ticks as f64 / 100.0
+        cpu_seconds(self.child.id())
     }
 
     /// Logs in with Basic credentials and returns the `Cookie` header value of the new session.
@@ -95,4 +90,20 @@ impl Drop for Server {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let _ = self.child.wait();
     }
+}
+
+/// CPU time process `pid` has used so far (user and system), from `/proc/PID/stat`.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 14th and 15th of the line.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse::<u64>().ok()).sum();
+    // Linux reports them in USER_HZ, 100 per second on every architecture it runs on here.
+    ticks as f64 / 100.0
+}
+
+/// The machine's load average over the last minute, from `/proc/loadavg`.
+pub fn load_average() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().next().and_then(|l| l.parse().ok()).unwrap_or(f64::NAN)
 }

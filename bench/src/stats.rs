@@ -20,7 +20,11 @@ use std::{
 
 use anyhow::{Context, Result};
 
-use crate::{Args, ingest, server::Server};
+use crate::{
+    Args, ingest,
+    logs::{self, Rng, Shape, domain, property},
+    server::Server,
+};
 
 /// Connections the ingestion measurement posts over (a log shipper with two workers).
 const CONNECTIONS: usize = 2;
@@ -36,31 +40,10 @@ const DAY: i64 = 86_400_000;
 const RUNS: usize = 15;
 const WARMUP: usize = 3;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const STATUS: [u16; 12] = [200, 201, 204, 301, 302, 304, 400, 403, 404, 500, 502, 503];
 
 fn country(i: u64) -> String {
     format!("Country {i:02}")
-}
-fn property(i: u64) -> String {
-    format!("prop-{i:02}")
-}
-fn domain(i: u64) -> String {
-    format!("d{i:03}.example")
 }
 
 /// One grouping set of the dataset: its table name (DuckDB), family, granularity, dimensions, time range and
@@ -267,75 +250,6 @@ pub fn compress(encoding: &str, body: &[u8]) -> Result<Vec<u8>> {
         "zstd" => zstd::encode_all(body, 3)?,
         other => anyhow::bail!("unknown encoding {other}"),
     })
-}
-
-/// NDJSON security events (WAF and traffic shaping) over the last day, for the ingestion measurement.
-pub fn write_security_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
-    let mut rng = Rng(7);
-    let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
-    let start = end - DAY;
-    for i in 0..n {
-        let ts = start + (i as i64 * DAY) / n as i64;
-        let waf = rng.below(2) == 0;
-        let action = if waf {
-            ["BLOCK", "WARN"][rng.below(2) as usize]
-        } else {
-            ["BLOCK", "RATE_LIMIT", "WARN"][rng.below(3) as usize]
-        };
-        writeln!(
-            out,
-            r#"{{"timestamp":"{}.{:03}","source":"{}","event_type":"CUSTOM","event_action":"{action}","event_severity":"{}","waf_action":"{}","rule_id":"9{:05}","domain":"{}","property":"{}","client_ip":"198.51.{}.{}","client_connection_remote_ip":"198.51.{}.{}","client_browser":"{}","client_country_code":"C{:02}","client_asn":{},"request_path":"/path/{}"}}"#,
-            format_time(ts),
-            ts.rem_euclid(1000),
-            if waf { "waf" } else { "trafficshaping" },
-            ["LOW", "MEDIUM", "HIGH", "CRITICAL"][rng.below(4) as usize],
-            if waf { action } else { "" },
-            rng.below(400),
-            domain(rng.below(250)),
-            property(rng.below(50)),
-            rng.below(256),
-            rng.below(256),
-            rng.below(256),
-            rng.below(256),
-            ["Chrome", "Safari", "Firefox", "curl"][rng.below(4) as usize],
-            rng.below(60),
-            1000 + rng.below(500),
-            rng.below(5000),
-        )?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
-/// NDJSON access-log records for the ingestion measurement.
-pub fn write_ndjson(path: &Path, n: u64, end: i64) -> Result<()> {
-    let mut rng = Rng(5);
-    let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
-    let start = end - DAY;
-    for i in 0..n {
-        let ts = start + (i as i64 * DAY) / n as i64;
-        let hits = 1 + rng.below(20);
-        writeln!(
-            out,
-            r#"{{"timestamp":"{}","domain":"{}","property":"{}","country":"{}","country_code":"C{:02}","browser_name":"{}","device_type":"{}","device_os":"{}","content_type":"{}","request_type":"GET","cache_status":{},"gna_cache_status":1,"scheme":2,"http_status_code":{},"request_url":"/p/{}","hits":{hits},"last_mile_bandwidth_bytes":{},"request_time_ms":{}}}"#,
-            format_time(ts),
-            domain(rng.below(250)),
-            property(rng.below(50)),
-            country(rng.below(60)),
-            rng.below(60),
-            ["Chrome", "Safari", "Firefox", "Edge"][rng.below(4) as usize],
-            ["Desktop", "Mobile", "Tablet"][rng.below(3) as usize],
-            ["Windows", "macOS", "Android", "iOS"][rng.below(4) as usize],
-            ["text/html", "image/webp", "application/json"][rng.below(3) as usize],
-            1 + rng.below(4),
-            STATUS[rng.below(12) as usize],
-            rng.below(3000),
-            hits * 30_000,
-            hits * 40,
-        )?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 struct Query {
@@ -611,7 +525,7 @@ pub fn run(args: &Args) -> Result<()> {
         footprint.bytes as f64 / (footprint.rollup_rows + footprint.event_rows) as f64
     );
     let ndjson = work.join("access.ndjson");
-    write_ndjson(&ndjson, ingest_n, end)?;
+    logs::write_access(&ndjson, ingest_n, end, Shape::Uniform)?;
     // Rows made by ingestion (hot buckets keep an upsert index) in an engine of their own.
     {
         let sample = ingest_n.min(500_000) as usize;
@@ -691,7 +605,7 @@ pub fn run(args: &Args) -> Result<()> {
     anyhow::ensure!(access.accepted == ingest_n, "accepted {} of {ingest_n}", access.accepted);
     let security_n = ingest_n / 5;
     let security_file = work.join("security.ndjson");
-    write_security_ndjson(&security_file, security_n, end)?;
+    logs::write_security(&security_file, security_n, end, Shape::Uniform)?;
     let security_bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(&security_file)?));
     let cpu = running.cpu_seconds();
     let security =
