@@ -1,0 +1,548 @@
+//! Summing an ingested batch into the rollups. A [`Plan`] orders the rollups of a family as a lattice: only the
+//! grouping sets that no other set contains are summed record by record; every other one is summed from an
+//! already summed parent (a superset of its dimensions, of the same or a finer granularity — hours and days
+//! from five minutes), the one with the fewest rows. Then each batch aggregate is merged into its stored
+//! blocks: one index probe per row, then the metric columns one at a time.
+
+use std::sync::RwLock;
+
+use rustc_hash::FxHashMap;
+
+use super::{Block, ID_BITS, Rollup, Spec};
+
+/// Which records of a batch a rollup sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Records {
+    All,
+    /// Security events of one source (`waf` or not), only the rate-limited ones if `rate_limited`.
+    Security {
+        waf: bool,
+        rate_limited: bool,
+    },
+}
+
+/// Where a node's rows go.
+struct Target {
+    spec: usize,
+    /// For each key column, the batch map (batch id → dictionary id) of the rollup's dimension.
+    maps: Vec<usize>,
+    /// For each of the rollup's metrics, the batch sum it takes.
+    metrics: Vec<usize>,
+}
+
+/// One distinct (records, granularity, key) of the family's rollups; several rollups may share it.
+struct Node {
+    records: Records,
+    step: i64,
+    /// Batch columns of its key, in the order of its rollups' dimensions.
+    cols: Vec<usize>,
+    targets: Vec<Target>,
+    /// Earlier nodes it may be summed from: same records, each of `cols` (but the constant column), the
+    /// coarsest granularity available that divides its own. Empty: summed from the records.
+    parents: Vec<usize>,
+    /// The last node that may be summed from this one.
+    last_use: usize,
+}
+
+/// How a family's rollups are summed from a batch.
+pub(super) struct Plan {
+    nodes: Vec<Node>,
+    /// Sums a row (8 for access logs, 1 for security events).
+    metrics: usize,
+}
+
+/// What a rollup takes from a batch of its family, or None if it takes nothing.
+pub(super) struct Mapping {
+    pub records: Records,
+    /// For each dimension of the rollup: the batch column and the batch map of its dictionary.
+    pub dims: Vec<(usize, usize)>,
+    /// For each metric of the rollup: the batch sum it takes.
+    pub metrics: Vec<usize>,
+}
+
+impl Plan {
+    /// `constant`: a batch column whose value is the same for every record (`waf_action` of access logs).
+    pub(super) fn new(
+        specs: &[Spec],
+        metrics: usize,
+        constant: Option<usize>,
+        mapping: impl Fn(&Spec) -> Option<Mapping>,
+    ) -> Plan {
+        let mut nodes: Vec<Node> = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let Some(m) = mapping(spec) else { continue };
+            let cols: Vec<usize> = m.dims.iter().map(|(c, _)| *c).collect();
+            let target = Target { spec: i, maps: m.dims.iter().map(|(_, map)| *map).collect(), metrics: m.metrics };
+            let step = spec.granularity.millis();
+            match nodes.iter_mut().find(|n| n.records == m.records && n.step == step && n.cols == cols) {
+                Some(n) => n.targets.push(target),
+                None => nodes.push(Node {
+                    records: m.records,
+                    step,
+                    cols,
+                    targets: vec![target],
+                    parents: Vec::new(),
+                    last_use: 0,
+                }),
+            }
+        }
+        // Finer granularities first, then larger keys: a node's parents come before it.
+        let key_len = |n: &Node| n.cols.iter().filter(|c| Some(**c) != constant).count();
+        nodes.sort_by_key(|n| (n.step, std::cmp::Reverse(key_len(n))));
+        for i in 0..nodes.len() {
+            let (before, rest) = nodes.split_at_mut(i);
+            let node = &mut rest[0];
+            let holds = |p: &Node| {
+                p.records == node.records
+                    && node.step % p.step == 0
+                    && node.cols.iter().all(|c| Some(*c) == constant || p.cols.contains(c))
+            };
+            let coarsest = before.iter().filter(|p| holds(p)).map(|p| p.step).max();
+            node.parents = (0..i).filter(|p| holds(&before[*p]) && Some(before[*p].step) == coarsest).collect();
+            for p in &node.parents {
+                before[*p].last_use = i;
+            }
+        }
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.last_use = n.last_use.max(i);
+        }
+        Plan { nodes, metrics }
+    }
+
+    /// Nodes summed record by record.
+    #[cfg(test)]
+    fn roots(&self) -> usize {
+        self.nodes.iter().filter(|n| n.parents.is_empty()).count()
+    }
+}
+
+/// A batch's metrics, record by record.
+pub(super) enum Metrics<'a> {
+    /// One column per sum.
+    Columns(&'a [&'a [u64]]),
+    /// Every record counts 1 (security events).
+    Count,
+}
+
+/// A batch as the plan reads it.
+pub(super) struct Input<'a> {
+    pub ts: &'a [i64],
+    /// Per batch column: each record's batch id.
+    pub cols: Vec<&'a [u32]>,
+    /// Per batch column: how many distinct values it has.
+    pub card: Vec<usize>,
+    pub metrics: Metrics<'a>,
+    /// Per kind of records other than all: whether each record is one.
+    pub wanted: Vec<(Records, Vec<bool>)>,
+    /// The batch's maps from batch ids to dictionary ids.
+    pub maps: &'a [Vec<u32>],
+}
+
+/// The rows of a node summed from one batch: bucket, key (batch ids) and sums.
+#[derive(Default)]
+struct Agg {
+    buckets: Vec<i64>,
+    cols: Vec<Vec<u32>>,
+    /// `metrics` sums a row.
+    sums: Vec<u64>,
+}
+
+impl Agg {
+    fn clear(&mut self, key_len: usize) {
+        self.buckets.clear();
+        self.sums.clear();
+        self.cols.resize_with(key_len, Vec::new);
+        self.cols.iter_mut().for_each(Vec::clear);
+    }
+
+    fn len(&self) -> usize {
+        self.buckets.len()
+    }
+}
+
+/// Where a row's sums come from.
+trait Source {
+    /// Sums a row.
+    fn width(&self) -> usize;
+    fn first(&self, i: usize, out: &mut Vec<u64>);
+    fn add(&self, i: usize, to: &mut [u64]);
+}
+
+struct Columns<'a>(&'a [&'a [u64]]);
+
+impl Source for Columns<'_> {
+    fn width(&self) -> usize {
+        self.0.len()
+    }
+    #[inline]
+    fn first(&self, i: usize, out: &mut Vec<u64>) {
+        out.extend(self.0.iter().map(|c| c[i]));
+    }
+    #[inline]
+    fn add(&self, i: usize, to: &mut [u64]) {
+        for (t, c) in to.iter_mut().zip(self.0) {
+            *t += c[i];
+        }
+    }
+}
+
+struct Count;
+
+impl Source for Count {
+    fn width(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn first(&self, _: usize, out: &mut Vec<u64>) {
+        out.push(1);
+    }
+    #[inline]
+    fn add(&self, _: usize, to: &mut [u64]) {
+        to[0] += 1;
+    }
+}
+
+struct Rows<'a> {
+    sums: &'a [u64],
+    m: usize,
+}
+
+impl Source for Rows<'_> {
+    fn width(&self) -> usize {
+        self.m
+    }
+    #[inline]
+    fn first(&self, i: usize, out: &mut Vec<u64>) {
+        out.extend_from_slice(&self.sums[i * self.m..(i + 1) * self.m]);
+    }
+    #[inline]
+    fn add(&self, i: usize, to: &mut [u64]) {
+        for (t, v) in to.iter_mut().zip(&self.sums[i * self.m..(i + 1) * self.m]) {
+            *t += v;
+        }
+    }
+}
+
+/// Tables for summing, kept with their capacity from batch to batch.
+#[derive(Default)]
+pub(super) struct Work {
+    aggs: Vec<Agg>,
+    spare: Vec<Agg>,
+    /// Per input row: the index of its bucket in `buckets` (u32::MAX: not summed).
+    slots: Vec<u32>,
+    buckets: Vec<i64>,
+    bucket_slots: FxHashMap<i64, u32>,
+    /// Row of each key, by position (keys of few possible values).
+    table: Vec<u32>,
+    /// Open addressing: keys (u64::MAX empty) and rows.
+    keys: Vec<u64>,
+    rows: Vec<u32>,
+    wide: FxHashMap<(u32, u128), u32>,
+    zeros: Vec<u32>,
+    /// Merge: per row of a bucket, (aggregate row, stored row).
+    targets: Vec<(u32, u32)>,
+    bucket_list: Vec<i64>,
+}
+
+/// Keys with at most this many possible values (or twice the input's rows, if more) are summed in a table.
+const DENSE_KEYS: usize = 4096;
+
+impl Work {
+    /// Sums `len` input rows of time or bucket `ts`, key columns `cols` (batch ids below `card`) and sums
+    /// `source` into `out`, by bucket of `step`; only rows that are `wanted`.
+    #[allow(clippy::too_many_arguments)]
+    fn sum<S: Source>(
+        &mut self,
+        out: &mut Agg,
+        step: i64,
+        ts: &[i64],
+        cols: &[&[u32]],
+        card: &[usize],
+        source: S,
+        wanted: Option<&[bool]>,
+    ) {
+        let n = ts.len();
+        // Buckets: a batch of logs covers few, in order.
+        self.slots.clear();
+        self.buckets.clear();
+        self.bucket_slots.clear();
+        let mut last = (i64::MIN, u32::MAX);
+        for (i, t) in ts.iter().enumerate() {
+            if wanted.is_some_and(|w| !w[i]) {
+                self.slots.push(u32::MAX);
+                continue;
+            }
+            let bucket = t - t.rem_euclid(step);
+            if bucket != last.0 {
+                let next = self.buckets.len() as u32;
+                let slot = *self.bucket_slots.entry(bucket).or_insert(next);
+                if slot == next {
+                    self.buckets.push(bucket);
+                }
+                last = (bucket, slot);
+            }
+            self.slots.push(last.1);
+        }
+        let product = card.iter().try_fold(1u64, |p, c| p.checked_mul(*c.max(&1) as u64));
+        let space = product.and_then(|p| p.checked_mul(self.buckets.len().max(1) as u64)).filter(|s| *s < u64::MAX);
+        let position =
+            |i: usize| cols.iter().zip(card).fold(0u64, |k, (c, n)| k * (*n).max(1) as u64 + u64::from(c[i]));
+        let new_row = |out: &mut Agg, i: usize, bucket: i64| {
+            out.buckets.push(bucket);
+            for (o, c) in out.cols.iter_mut().zip(cols) {
+                o.push(c[i]);
+            }
+            source.first(i, &mut out.sums);
+        };
+        let w = source.width();
+        match (product, space) {
+            (Some(product), Some(space)) if space as usize <= DENSE_KEYS.max(2 * n) => {
+                self.table.clear();
+                self.table.resize(space as usize, u32::MAX);
+                for i in 0..n {
+                    let slot = self.slots[i];
+                    if slot == u32::MAX {
+                        continue;
+                    }
+                    let at = (u64::from(slot) * product + position(i)) as usize;
+                    match self.table[at] {
+                        u32::MAX => {
+                            self.table[at] = out.len() as u32;
+                            new_row(out, i, self.buckets[slot as usize]);
+                        }
+                        row => {
+                            source.add(i, &mut out.sums[row as usize * w..(row as usize + 1) * w]);
+                        }
+                    }
+                }
+            }
+            (Some(product), Some(_)) => {
+                let capacity = (2 * n).next_power_of_two().max(16);
+                let shift = 64 - capacity.trailing_zeros();
+                self.keys.clear();
+                self.keys.resize(capacity, u64::MAX);
+                self.rows.resize(capacity, 0);
+                for i in 0..n {
+                    let slot = self.slots[i];
+                    if slot == u32::MAX {
+                        continue;
+                    }
+                    let key = u64::from(slot) * product + position(i);
+                    let mut at = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+                    loop {
+                        let k = self.keys[at];
+                        if k == key {
+                            let row = self.rows[at] as usize;
+                            source.add(i, &mut out.sums[row * w..(row + 1) * w]);
+                            break;
+                        }
+                        if k == u64::MAX {
+                            self.keys[at] = key;
+                            self.rows[at] = out.len() as u32;
+                            new_row(out, i, self.buckets[slot as usize]);
+                            break;
+                        }
+                        at = (at + 1) & (capacity - 1);
+                    }
+                }
+            }
+            _ => {
+                self.wide.clear();
+                for i in 0..n {
+                    let slot = self.slots[i];
+                    if slot == u32::MAX {
+                        continue;
+                    }
+                    let key = cols.iter().fold(0u128, |k, c| (k << ID_BITS) | u128::from(c[i]));
+                    match self.wide.entry((slot, key)) {
+                        std::collections::hash_map::Entry::Occupied(e) => {
+                            let row = *e.get() as usize;
+                            source.add(i, &mut out.sums[row * w..(row + 1) * w]);
+                        }
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert(out.len() as u32);
+                            new_row(out, i, self.buckets[slot as usize]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn try_lock<T>(lock: &RwLock<T>) -> Option<std::sync::RwLockWriteGuard<'_, T>> {
+    match lock.try_write() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+impl Plan {
+    /// Sums `input` into `rollups` (by spec index), node by node; `kept_from` gives the first bucket kept of a
+    /// granularity. A rollup another batch is merging into is left for later, so that concurrent batches
+    /// work on different rollups rather than wait for each other.
+    pub(super) fn apply(
+        &self,
+        work: &mut Work,
+        input: &Input,
+        rollups: &[RwLock<Rollup>],
+        kept_from: impl Fn(i64) -> Option<i64>,
+    ) {
+        let n = input.ts.len();
+        let m = self.metrics;
+        let mut aggs = std::mem::take(&mut work.aggs);
+        aggs.resize_with(self.nodes.len(), Default::default);
+        if work.zeros.len() < n {
+            work.zeros.resize(n, 0);
+        }
+        let zeros = std::mem::take(&mut work.zeros);
+        // (node, target) merges waiting for a lock; aggregates still needed.
+        let mut waiting: Vec<(usize, usize)> = Vec::new();
+        let mut pending = vec![0usize; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            let mut out = work.spare.pop().unwrap_or_default();
+            out.clear(node.cols.len());
+            let parent = node.parents.iter().copied().min_by_key(|p| aggs[*p].len());
+            match parent {
+                None => {
+                    let cols: Vec<&[u32]> = node.cols.iter().map(|c| &input.cols[*c][..n]).collect();
+                    let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
+                    let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| &w[..]);
+                    match input.metrics {
+                        Metrics::Columns(c) => {
+                            work.sum(&mut out, node.step, input.ts, &cols, &card, Columns(c), wanted)
+                        }
+                        Metrics::Count => work.sum(&mut out, node.step, input.ts, &cols, &card, Count, wanted),
+                    }
+                }
+                Some(p) => {
+                    let (pnode, pagg) = (&self.nodes[p], &aggs[p]);
+                    let len = pagg.len();
+                    let cols: Vec<&[u32]> = node
+                        .cols
+                        .iter()
+                        .map(|c| match pnode.cols.iter().position(|x| x == c) {
+                            Some(at) => &pagg.cols[at][..],
+                            None => &zeros[..len],
+                        })
+                        .collect();
+                    let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
+                    let rows = Rows { sums: &pagg.sums, m };
+                    work.sum(&mut out, node.step, &pagg.buckets, &cols, &card, rows, None);
+                }
+            }
+            aggs[i] = out;
+            for (t, target) in node.targets.iter().enumerate() {
+                match try_lock(&rollups[target.spec]) {
+                    Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, &kept_from),
+                    None => {
+                        waiting.push((i, t));
+                        pending[i] += 1;
+                    }
+                }
+            }
+            // Merges that waited, if their rollup is free now.
+            waiting.retain(|&(w, t)| {
+                let target = &self.nodes[w].targets[t];
+                match try_lock(&rollups[target.spec]) {
+                    Some(mut rollup) => {
+                        merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, &kept_from);
+                        pending[w] -= 1;
+                        false
+                    }
+                    None => true,
+                }
+            });
+            // Aggregates no later node is summed from, and merged, are done with.
+            for (j, n) in self.nodes.iter().enumerate().take(i + 1) {
+                if n.last_use <= i && pending[j] == 0 && aggs[j].cols.capacity() > 0 {
+                    work.spare.push(std::mem::take(&mut aggs[j]));
+                }
+            }
+        }
+        for (w, t) in waiting {
+            let target = &self.nodes[w].targets[t];
+            merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut lock(&rollups[target.spec]), &kept_from);
+        }
+        for a in aggs.iter_mut() {
+            if a.cols.capacity() > 0 {
+                work.spare.push(std::mem::take(a));
+            }
+        }
+        work.aggs = aggs;
+        work.zeros = zeros;
+    }
+}
+
+/// Adds a node's batch rows to one of its rollups, bucket by bucket: first every row's place in the stored
+/// block (found or added), then each metric column in one pass.
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    work: &mut Work,
+    agg: &Agg,
+    node: &Node,
+    target: &Target,
+    m: usize,
+    maps: &[Vec<u32>],
+    rollup: &mut Rollup,
+    kept_from: &impl Fn(i64) -> Option<i64>,
+) {
+    if agg.len() == 0 {
+        return;
+    }
+    let from = kept_from(node.step).unwrap_or(i64::MIN);
+    work.bucket_list.clear();
+    work.bucket_list.extend_from_slice(&agg.buckets);
+    work.bucket_list.sort_unstable();
+    work.bucket_list.dedup();
+    let k = node.cols.len();
+    let maps: Vec<&[u32]> = target.maps.iter().map(|m| &maps[*m][..]).collect();
+    let single = work.bucket_list.len() == 1;
+    for bi in 0..work.bucket_list.len() {
+        let bucket = work.bucket_list[bi];
+        if bucket < from {
+            continue;
+        }
+        let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(k, target.metrics.len()));
+        block.ensure_index();
+        work.targets.clear();
+        for j in 0..agg.len() {
+            if !single && agg.buckets[j] != bucket {
+                continue;
+            }
+            let key = agg
+                .cols
+                .iter()
+                .zip(&maps)
+                .fold(0u128, |key, (c, map)| (key << ID_BITS) | u128::from(map[c[j] as usize]));
+            let row = block.find_or_add(key, |d| maps[d][agg.cols[d][j] as usize]);
+            work.targets.push((j as u32, row));
+        }
+        for (slot, src) in target.metrics.iter().enumerate() {
+            let col = &mut block.metrics[slot];
+            for &(j, row) in &work.targets {
+                col[row as usize] += agg.sums[j as usize * m + src];
+            }
+        }
+    }
+    rollup.seal(node.step);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::all_specs;
+    use super::*;
+
+    #[test]
+    fn most_rollups_are_summed_from_a_parent() {
+        let specs = all_specs();
+        let plan = Plan::new(&specs, 8, Some(15), super::super::access_mapping);
+        assert!(plan.nodes.iter().map(|n| n.targets.len()).sum::<usize>() >= 145);
+        assert!(plan.roots() <= 24, "{} roots", plan.roots());
+    }
+}
