@@ -4,7 +4,7 @@
 //! before the call returns; snapshots let the log be emptied.
 
 use std::{
-    collections::{BTreeMap, BinaryHeap, HashMap},
+    collections::{BinaryHeap, HashMap},
     fs::{self, File, OpenOptions},
     io::{BufReader, BufWriter, Read, Write},
     path::{Path, PathBuf},
@@ -23,8 +23,10 @@ use super::{
 use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
+mod block;
 
 use aggregate::{Input, Mapping, Metrics, Plan, Records, Work};
+use block::{Block, Rollup};
 
 const METRICS: usize = 8;
 const HITS: usize = 1;
@@ -202,89 +204,6 @@ impl Dict {
 
     fn value(&self, id: u32) -> Arc<str> {
         self.values.get(id as usize).cloned().unwrap_or_else(|| Arc::from(""))
-    }
-}
-
-/// The rows of one bucket of a rollup, column by column.
-#[derive(Default)]
-struct Block {
-    dims: Vec<Vec<u32>>,
-    metrics: Vec<Vec<u64>>,
-    /// Where each key's row is; rebuilt when needed, dropped once the bucket is old (a cache).
-    index: Option<FxHashMap<u128, u32>>,
-}
-
-impl Block {
-    fn new(n_dims: usize, n_metrics: usize) -> Self {
-        Block { dims: vec![Vec::new(); n_dims], metrics: vec![Vec::new(); n_metrics], index: None }
-    }
-
-    fn len(&self) -> usize {
-        self.metrics.first().map_or(0, Vec::len)
-    }
-
-    fn key(&self, row: usize) -> u128 {
-        self.dims.iter().fold(0u128, |k, col| (k << ID_BITS) | u128::from(col[row]))
-    }
-
-    /// Builds the upsert index if the block has none (it was sealed, or loaded).
-    fn ensure_index(&mut self) {
-        if self.index.is_none() {
-            let index = (0..self.len()).map(|r| (self.key(r), r as u32)).collect();
-            self.index = Some(index);
-        }
-    }
-
-    /// The row of `key` (with the index built), added with zero metrics if new.
-    fn find_or_add(&mut self, key: u128, dims: impl Fn(usize) -> u32) -> u32 {
-        let n = self.len() as u32;
-        let index = self.index.get_or_insert_with(Default::default);
-        match index.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(n);
-                for (i, col) in self.dims.iter_mut().enumerate() {
-                    col.push(dims(i));
-                }
-                for col in &mut self.metrics {
-                    col.push(0);
-                }
-                n
-            }
-        }
-    }
-
-    fn add(&mut self, key: u128, dims: impl Fn(usize) -> u32, metrics: &[u64]) {
-        self.ensure_index();
-        let row = self.find_or_add(key, dims) as usize;
-        for (col, v) in self.metrics.iter_mut().zip(metrics) {
-            col[row] += v;
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        let d: usize = self.dims.iter().map(|c| c.capacity() * 4).sum();
-        let m: usize = self.metrics.iter().map(|c| c.capacity() * 8).sum();
-        (d + m + self.index.as_ref().map_or(0, |i| i.capacity() * 24)) as u64
-    }
-}
-
-#[derive(Default)]
-struct Rollup {
-    blocks: BTreeMap<i64, Block>,
-}
-
-impl Rollup {
-    /// Drops the upsert indexes of buckets more than two of their own lengths behind the newest: they are a
-    /// cache, rebuilt if late data arrives.
-    fn seal(&mut self, step: i64) {
-        let Some((&newest, _)) = self.blocks.last_key_value() else { return };
-        for (_, block) in self.blocks.range_mut(..newest - 2 * step).rev() {
-            if block.index.is_none() {
-                break;
-            }
-            block.index = None;
-        }
     }
 }
 
@@ -919,13 +838,10 @@ impl MemoryEngine {
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
-            let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(want.len(), n_metrics));
-            block.add(key, |i| e[i], &metrics);
+            rollup.open(bucket, want.len(), n_metrics).add(key, |i| e[i], &metrics);
             n += 1;
         }
-        for block in rollup.blocks.values_mut() {
-            block.index = None;
-        }
+        rollup.seal_all();
         Ok(n)
     }
 
@@ -1315,7 +1231,7 @@ impl MemoryEngine {
                     let key: Vec<u32> = dim_cols.iter().map(|c| block.dims[*c][r]).collect();
                     let m = groups.entry((b, key)).or_insert_with(|| vec![0; metric_cols.len()]);
                     for (slot, c) in m.iter_mut().zip(&metric_cols) {
-                        *slot += block.metrics[*c][r];
+                        *slot += block.metric(*c).get(r);
                     }
                 }
             }
@@ -1359,7 +1275,7 @@ impl MemoryEngine {
             for (bucket, block) in &blocks {
                 let sel = select(&filter, block, &mut mask);
                 let mut day: Vec<(u64, usize)> =
-                    (0..block.len()).filter(|r| sel.has(&mask, *r)).map(|r| (block.metrics[hits][r], r)).collect();
+                    (0..block.len()).filter(|r| sel.has(&mask, *r)).map(|r| (block.metric(hits).get(r), r)).collect();
                 let k = (edge_api::stats::TOPK_URL_PER_DAY as usize).min(day.len());
                 if k < day.len() {
                     day.select_nth_unstable_by(k, |a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -1403,7 +1319,7 @@ impl MemoryEngine {
                 match single_metric {
                     Some((col, desc)) => {
                         // A tight loop over one column; most rows fall short of the current k-th best.
-                        for (r, &v) in block.metrics[col].iter().enumerate() {
+                        for (r, v) in block.metric(col).iter().enumerate() {
                             let key = if desc { u64::MAX - v } else { v };
                             if top.would_take(key) && sel.has(&mask, r) {
                                 top.offer([key, 0, 0, 0, 0, 0], pos(r));
@@ -1416,7 +1332,7 @@ impl MemoryEngine {
                                 let key = order.key(
                                     *bucket,
                                     |d| block.dims[dim_cols[d]][r],
-                                    |m| block.metrics[metric_cols[m]][r],
+                                    |m| block.metric(metric_cols[m]).get(r),
                                 );
                                 top.offer(key, pos(r));
                             }
@@ -1558,7 +1474,7 @@ fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols:
     Row {
         bucket,
         dims: dim_cols.iter().map(|c| block.dims[*c][r]).collect(),
-        metrics: metric_cols.iter().map(|c| block.metrics[*c][r]).collect(),
+        metrics: metric_cols.iter().map(|c| block.metric(*c).get(r)).collect(),
     }
 }
 
@@ -1708,11 +1624,11 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
         for (bucket, b) in &r.blocks {
             w.write_all(&bucket.to_le_bytes())?;
             w.write_all(&(b.dims.len() as u32).to_le_bytes())?;
-            w.write_all(&(b.metrics.len() as u32).to_le_bytes())?;
+            w.write_all(&(b.n_metrics() as u32).to_le_bytes())?;
             for c in &b.dims {
                 write_u32s(w, c)?;
             }
-            for c in &b.metrics {
+            for c in &b.metric_columns() {
                 write_u64s(w, c)?;
             }
         }
@@ -1782,7 +1698,7 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
                 let (nd, nm) = (r.u32()? as usize, r.u32()? as usize);
                 let dims = (0..nd).map(|_| r.u32s()).collect::<anyhow::Result<Vec<_>>>()?;
                 let metrics = (0..nm).map(|_| r.u64s()).collect::<anyhow::Result<Vec<_>>>()?;
-                rollup.blocks.insert(bucket, Block { dims, metrics, index: None });
+                rollup.blocks.insert(bucket, Block::from_columns(dims, metrics));
             }
         }
         let ev = get_mut(&mut t.events);
@@ -1928,7 +1844,7 @@ mod tests {
                     .zip(&block.dims)
                     .map(|(d, col)| dicts[*d].value(col[r]).to_string())
                     .collect();
-                let metrics = block.metrics.iter().map(|c| c[r]).collect();
+                let metrics = (0..block.n_metrics()).map(|c| block.metric(c).get(r)).collect();
                 assert!(rows.insert((*bucket, key), metrics).is_none(), "a key stored twice");
             }
         }

@@ -1,14 +1,15 @@
 //! Summing an ingested batch into the rollups. A [`Plan`] orders the rollups of a family as a lattice: only the
 //! grouping sets that no other set contains are summed record by record; every other one is summed from an
 //! already summed parent (a superset of its dimensions, of the same or a finer granularity — hours and days
-//! from five minutes), the one with the fewest rows. Then each batch aggregate is merged into its stored
-//! blocks: one index probe per row, then the metric columns one at a time.
+//! from five minutes), the one with the fewest rows. Then each batch aggregate is merged into its open stored
+//! blocks: every row's place first (index probes, each asked for a few rows ahead, as a large block's index is
+//! out of cache), then the sums, row by row.
 
 use std::sync::RwLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{Block, ID_BITS, Rollup, Spec};
+use super::{ID_BITS, Rollup, Spec};
 
 /// Which records of a batch a rollup sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,8 +242,12 @@ pub(super) struct Work {
     zeros: Vec<u32>,
     /// Merge: per row of a bucket, (aggregate row, stored row).
     targets: Vec<(u32, u32)>,
+    keys128: Vec<u128>,
     bucket_list: Vec<i64>,
 }
+
+/// How many rows ahead a merge asks for the stored rows it will need.
+const PREFETCH: usize = 8;
 
 /// Keys with at most this many possible values (or twice the input's rows, if more) are summed in a table.
 const DENSE_KEYS: usize = 4096;
@@ -508,25 +513,36 @@ fn merge(
         if bucket < from {
             continue;
         }
-        let block = rollup.blocks.entry(bucket).or_insert_with(|| Block::new(k, target.metrics.len()));
-        block.ensure_index();
+        let block = rollup.open(bucket, k, target.metrics.len());
+        work.keys128.clear();
         work.targets.clear();
         for j in 0..agg.len() {
-            if !single && agg.buckets[j] != bucket {
-                continue;
+            if single || agg.buckets[j] == bucket {
+                let key = agg
+                    .cols
+                    .iter()
+                    .zip(&maps)
+                    .fold(0u128, |key, (c, map)| (key << ID_BITS) | u128::from(map[c[j] as usize]));
+                work.keys128.push(key);
+                work.targets.push((j as u32, 0));
             }
-            let key = agg
-                .cols
-                .iter()
-                .zip(&maps)
-                .fold(0u128, |key, (c, map)| (key << ID_BITS) | u128::from(map[c[j] as usize]));
-            let row = block.find_or_add(key, |d| maps[d][agg.cols[d][j] as usize]);
-            work.targets.push((j as u32, row));
         }
-        for (slot, src) in target.metrics.iter().enumerate() {
-            let col = &mut block.metrics[slot];
-            for &(j, row) in &work.targets {
-                col[row as usize] += agg.sums[j as usize * m + src];
+        // The stored rows, fetched a few rows ahead: the index of a large block is far out of cache.
+        for (t, key) in work.keys128.iter().enumerate() {
+            if let (Some(ahead), Some(index)) = (work.keys128.get(t + PREFETCH), block.index()) {
+                index.prefetch(*ahead);
+            }
+            let j = work.targets[t].0 as usize;
+            work.targets[t].1 = block.find_or_add(*key, |d| maps[d][agg.cols[d][j] as usize]);
+        }
+        for t in 0..work.targets.len() {
+            if let Some(&(_, ahead)) = work.targets.get(t + PREFETCH) {
+                block.prefetch_row(ahead);
+            }
+            let (j, row) = work.targets[t];
+            let sums = &agg.sums[j as usize * m..(j as usize + 1) * m];
+            for (s, src) in block.row_mut(row).iter_mut().zip(&target.metrics) {
+                *s += sums[*src];
             }
         }
     }

@@ -1,0 +1,312 @@
+//! The stored rows of a rollup: one block per bucket. A sealed block (a bucket past which time has moved) is
+//! columnar, which is what queries scan; an open block, which ingestion merges into, keeps each row's metrics
+//! together and an index from key to row, so that adding to a row touches a cache line or two instead of one
+//! per metric.
+
+use std::collections::BTreeMap;
+
+use super::ID_BITS;
+
+/// An open block's index from key to row: open addressing with linear probing, each slot holding the whole
+/// key, so a lookup usually reads one cache line, which [`Index::prefetch`] can ask for ahead of time.
+pub(super) struct Index {
+    slots: Vec<Slot>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    key: [u64; 2],
+    /// u32::MAX: empty.
+    row: u32,
+}
+
+const EMPTY: Slot = Slot { key: [0; 2], row: u32::MAX };
+
+impl Index {
+    fn with_rows(rows: usize) -> Index {
+        let capacity = (rows * 4 / 3 + 1).next_power_of_two().max(16);
+        Index { slots: vec![EMPTY; capacity], len: 0 }
+    }
+
+    #[inline]
+    fn home(&self, key: u128) -> usize {
+        let h = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((key >> 64) as u64))
+            .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        (h >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    /// Asks the processor to fetch the slot where `key` would be.
+    #[inline]
+    pub(super) fn prefetch(&self, key: u128) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let slot: *const Slot = &self.slots[self.home(key)];
+            // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
+    }
+
+    /// The row of `key`, or `row` inserted as its row if it has none (then Err).
+    #[inline]
+    fn find_or_insert(&mut self, key: u128, row: u32) -> Result<u32, u32> {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let want = [key as u64, (key >> 64) as u64];
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        loop {
+            let slot = &mut self.slots[at];
+            if slot.row == u32::MAX {
+                *slot = Slot { key: want, row };
+                self.len += 1;
+                return Err(row);
+            }
+            if slot.key == want {
+                return Ok(slot.row);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let capacity = (self.slots.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; capacity]);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|s| s.row != u32::MAX) {
+            let mut at = self.home(u128::from(slot.key[0]) | (u128::from(slot.key[1]) << 64));
+            while self.slots[at].row != u32::MAX {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = slot;
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+    }
+}
+
+/// The metric sums of a block.
+enum Sums {
+    /// One column per metric (sealed).
+    Columns(Vec<Vec<u64>>),
+    /// Row by row, `width` a row (open).
+    Rows(Vec<u64>),
+}
+
+/// The rows of one bucket of a rollup: dimension ids column by column, and the metric sums.
+pub(super) struct Block {
+    pub(super) dims: Vec<Vec<u32>>,
+    width: usize,
+    sums: Sums,
+    /// Where each key's row is, while the block is open.
+    index: Option<Index>,
+}
+
+/// One metric of a block's rows, whatever its layout.
+#[derive(Clone, Copy)]
+pub(super) struct MetricColumn<'a> {
+    data: &'a [u64],
+    stride: usize,
+}
+
+impl<'a> MetricColumn<'a> {
+    #[inline]
+    pub(super) fn get(&self, row: usize) -> u64 {
+        self.data[row * self.stride]
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = u64> + 'a {
+        self.data.iter().step_by(self.stride).copied()
+    }
+}
+
+impl Block {
+    /// An empty open block.
+    pub(super) fn new(n_dims: usize, n_metrics: usize) -> Self {
+        Block {
+            dims: vec![Vec::new(); n_dims],
+            width: n_metrics,
+            sums: Sums::Rows(Vec::new()),
+            index: Some(Index::with_rows(0)),
+        }
+    }
+
+    /// A sealed block of the given columns (all of one length).
+    pub(super) fn from_columns(dims: Vec<Vec<u32>>, metrics: Vec<Vec<u64>>) -> Self {
+        Block { dims, width: metrics.len(), sums: Sums::Columns(metrics), index: None }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match &self.sums {
+            Sums::Columns(c) => c.first().map_or(0, Vec::len),
+            Sums::Rows(r) => r.len() / self.width.max(1),
+        }
+    }
+
+    pub(super) fn n_metrics(&self) -> usize {
+        self.width
+    }
+
+    pub(super) fn metric(&self, metric: usize) -> MetricColumn<'_> {
+        match &self.sums {
+            Sums::Columns(c) => MetricColumn { data: &c[metric], stride: 1 },
+            Sums::Rows(r) => MetricColumn { data: r.get(metric..).unwrap_or_default(), stride: self.width },
+        }
+    }
+
+    /// Each metric column as a vector (for the snapshot).
+    pub(super) fn metric_columns(&self) -> Vec<Vec<u64>> {
+        (0..self.width).map(|m| self.metric(m).iter().collect()).collect()
+    }
+
+    fn key(&self, row: usize) -> u128 {
+        self.dims.iter().fold(0u128, |k, col| (k << ID_BITS) | u128::from(col[row]))
+    }
+
+    /// Makes the block ready to be merged into: its metrics row by row, its index built.
+    pub(super) fn open(&mut self) {
+        if let Sums::Columns(cols) = &self.sums {
+            let n = cols.first().map_or(0, Vec::len);
+            let mut rows = Vec::with_capacity(n * self.width);
+            for r in 0..n {
+                rows.extend(cols.iter().map(|c| c[r]));
+            }
+            self.sums = Sums::Rows(rows);
+        }
+        if self.index.is_none() {
+            let n = self.len();
+            let mut index = Index::with_rows(n);
+            for r in 0..n {
+                let _ = index.find_or_insert(self.key(r), r as u32);
+            }
+            self.index = Some(index);
+        }
+    }
+
+    /// Drops the index and lays the metrics out column by column, for queries.
+    pub(super) fn seal(&mut self) {
+        self.index = None;
+        if let Sums::Rows(rows) = &self.sums {
+            let w = self.width.max(1);
+            let cols = (0..self.width).map(|m| rows.iter().skip(m).step_by(w).copied().collect()).collect();
+            self.sums = Sums::Columns(cols);
+        }
+    }
+
+    /// The index of an open block.
+    pub(super) fn index(&self) -> Option<&Index> {
+        self.index.as_ref()
+    }
+
+    /// The row of `key` in an open block, added with zero metrics if new.
+    #[inline]
+    pub(super) fn find_or_add(&mut self, key: u128, dims: impl Fn(usize) -> u32) -> u32 {
+        let n = self.len() as u32;
+        let index = self.index.get_or_insert_with(|| Index::with_rows(0));
+        match index.find_or_insert(key, n) {
+            Ok(row) => row,
+            Err(row) => {
+                for (i, col) in self.dims.iter_mut().enumerate() {
+                    col.push(dims(i));
+                }
+                if let Sums::Rows(rows) = &mut self.sums {
+                    rows.resize(rows.len() + self.width, 0);
+                }
+                row
+            }
+        }
+    }
+
+    /// Asks the processor to fetch the sums of `row` of an open block.
+    #[inline]
+    pub(super) fn prefetch_row(&self, row: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if let Sums::Rows(rows) = &self.sums
+            && let Some(at) = rows.get(row as usize * self.width)
+        {
+            let at: *const u64 = at;
+            // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = row;
+    }
+
+    /// The sums of `row` of an open block.
+    #[inline]
+    pub(super) fn row_mut(&mut self, row: u32) -> &mut [u64] {
+        let w = self.width;
+        match &mut self.sums {
+            Sums::Rows(rows) => &mut rows[row as usize * w..(row as usize + 1) * w],
+            Sums::Columns(_) => &mut [],
+        }
+    }
+
+    /// Adds `metrics` to the row of `key` (one row at a time: bulk loads).
+    pub(super) fn add(&mut self, key: u128, dims: impl Fn(usize) -> u32, metrics: &[u64]) {
+        self.open();
+        let row = self.find_or_add(key, dims);
+        for (s, v) in self.row_mut(row).iter_mut().zip(metrics) {
+            *s += v;
+        }
+    }
+
+    pub(super) fn bytes(&self) -> u64 {
+        let d: usize = self.dims.iter().map(|c| c.capacity() * 4).sum();
+        let m: usize = match &self.sums {
+            Sums::Columns(c) => c.iter().map(|c| c.capacity() * 8).sum(),
+            Sums::Rows(r) => r.capacity() * 8,
+        };
+        (d + m + self.index.as_ref().map_or(0, Index::bytes)) as u64
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Rollup {
+    pub(super) blocks: BTreeMap<i64, Block>,
+    /// Buckets whose blocks are open.
+    open: Vec<i64>,
+}
+
+impl Rollup {
+    /// The block of `bucket`, open (created if there is none).
+    pub(super) fn open(&mut self, bucket: i64, n_dims: usize, n_metrics: usize) -> &mut Block {
+        let block = self.blocks.entry(bucket).or_insert_with(|| Block::new(n_dims, n_metrics));
+        if !self.open.contains(&bucket) {
+            self.open.push(bucket);
+        }
+        block.open();
+        block
+    }
+
+    /// Seals the blocks more than two of their own lengths behind the newest: late data rarely comes, and
+    /// reopens them if it does.
+    pub(super) fn seal(&mut self, step: i64) {
+        let Some((&newest, _)) = self.blocks.last_key_value() else { return };
+        let blocks = &mut self.blocks;
+        self.open.retain(|bucket| {
+            if *bucket >= newest - 2 * step {
+                return true;
+            }
+            if let Some(block) = blocks.get_mut(bucket) {
+                block.seal();
+            }
+            false
+        });
+    }
+
+    /// Seals every block.
+    pub(super) fn seal_all(&mut self) {
+        for bucket in self.open.drain(..) {
+            if let Some(block) = self.blocks.get_mut(&bucket) {
+                block.seal();
+            }
+        }
+    }
+}
