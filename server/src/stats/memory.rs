@@ -24,9 +24,11 @@ use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
 mod block;
+mod wal;
 
 use aggregate::{Input, Mapping, Metrics, Plan, Records, Work};
 use block::{Block, Rollup};
+use wal::Log;
 
 const METRICS: usize = 8;
 const HITS: usize = 1;
@@ -267,27 +269,13 @@ pub struct MemoryEngine {
     /// Distinct values a dimension of one customer may hold ([`MAX_IDS`] unless opened for a test).
     max_ids: usize,
     tenants: RwLock<HashMap<CustomerId, Arc<Tenant>>>,
-    /// The write-ahead log; holding it also orders appends with checkpoints.
-    wal: Mutex<Wal>,
-    /// Held (shared) by every application of a logged batch, taken before the log is released: a checkpoint,
-    /// holding the log, takes it exclusively to wait for the batches logged before it.
-    applying: RwLock<()>,
+    /// The write-ahead log (group commit).
+    log: Log,
     /// How access logs and security events are summed into the rollups.
     access_plan: Plan,
     security_plan: Plan,
     /// Tables of past batches, kept with their capacity for the next ones.
     work: Mutex<Vec<Work>>,
-}
-
-struct Wal {
-    file: File,
-    path: PathBuf,
-    /// Sequence number of the last batch written.
-    seq: u64,
-    /// Length of the log: everything before is whole batches.
-    bytes: u64,
-    /// A failed write could not be cut off: nothing more may be appended behind it until a restart.
-    broken: bool,
 }
 
 const WAL_MAGIC: u32 = 0x4544_4757;
@@ -528,19 +516,12 @@ impl MemoryEngine {
                 .with_context(|| format!("loading {}", snapshot.display()))?;
         }
         let wal_path = dir.join("wal.bin");
-        let engine = MemoryEngine {
+        let mut engine = MemoryEngine {
             dir,
             clock,
             tenants: RwLock::new(HashMap::new()),
-            wal: Mutex::new(Wal {
-                file: OpenOptions::new().create(true).append(true).open(&wal_path)?,
-                path: wal_path.clone(),
-                seq: applied,
-                bytes: 0,
-                broken: false,
-            }),
+            log: Log::open(wal_path.clone(), applied, 0)?,
             max_ids,
-            applying: RwLock::new(()),
             access_plan: Plan::new(&specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping),
             security_plan: Plan::new(&specs, 1, None, security_mapping),
             work: Mutex::new(Vec::new()),
@@ -557,10 +538,7 @@ impl MemoryEngine {
         let file = OpenOptions::new().write(true).open(&wal_path)?;
         file.set_len(valid_len)?;
         file.sync_all()?;
-        let mut wal = engine.wal.lock().unwrap_or_else(|e| e.into_inner());
-        wal.seq = seq.max(applied);
-        wal.bytes = valid_len;
-        drop(wal);
+        engine.log = Log::open(wal_path, seq.max(applied), valid_len)?;
         Ok(engine)
     }
 
@@ -651,11 +629,10 @@ impl MemoryEngine {
         read(&self.tenants).get(&customer).cloned()
     }
 
-    /// Appends a batch to the log and syncs it; then `apply` runs, registered as applying before the log is
-    /// released, so that a checkpoint never falls between a logged batch and its application (batches of
+    /// Logs a batch durably (group commit with concurrent requests), then runs `apply`, registered as
+    /// applying, so that a checkpoint never falls between a logged batch and its application (batches of
     /// concurrent requests are applied at the same time, rollup by rollup). `apply` cannot fail: whatever
-    /// could refuse the batch happened before it was logged. A failed write is cut off the log, so that
-    /// nothing appended later sits behind a torn batch (replay stops at one).
+    /// could refuse the batch happened before it was logged.
     fn logged(
         &self,
         kind: u8,
@@ -664,31 +641,8 @@ impl MemoryEngine {
         payload: Vec<u8>,
         apply: impl FnOnce(),
     ) -> anyhow::Result<()> {
-        let mut e = Enc(Vec::with_capacity(payload.len() + 45));
-        let mut wal = self.wal.lock().unwrap_or_else(|e| e.into_inner());
-        anyhow::ensure!(!wal.broken, "the statistics log could not be repaired after a failed write; restart");
-        let seq = wal.seq + 1;
-        e.u32(WAL_MAGIC);
-        e.u64(seq);
-        e.u8(kind);
-        e.i64(customer);
-        e.u32(count as u32);
-        e.u64(payload.len() as u64);
-        e.u64(hash64(&payload));
-        e.0.extend_from_slice(&payload);
-        let written = wal.file.write_all(&e.0).context("writing the statistics log");
-        let written = written.and_then(|()| wal.file.sync_data().context("syncing the statistics log"));
-        if let Err(e) = written {
-            let len = wal.bytes;
-            if wal.file.set_len(len).and_then(|()| wal.file.sync_all()).is_err() {
-                wal.broken = true;
-            }
-            return Err(e);
-        }
-        wal.seq = seq;
-        wal.bytes += e.0.len() as u64;
-        let applying = read(&self.applying);
-        drop(wal);
+        let applying = self.log.commit(kind, customer, count, &payload)?;
+        drop(payload);
         apply();
         drop(applying);
         Ok(())
@@ -1541,9 +1495,8 @@ impl StatsEngine for MemoryEngine {
     }
 
     fn checkpoint(&self) -> anyhow::Result<()> {
-        let mut wal = self.wal.lock().unwrap_or_else(|e| e.into_inner());
-        // Every batch logged so far is applied once this is held, and no other starts.
-        let _applied = write(&self.applying);
+        // Every batch logged so far is applied once this is held, and no other is logged.
+        let quiet = self.log.quiesce();
         let tmp = self.dir.join("snapshot.tmp");
         {
             let file = File::create(&tmp)?;
@@ -1551,7 +1504,7 @@ impl StatsEngine for MemoryEngine {
             let tenants = self.tenants.read().unwrap_or_else(|e| e.into_inner());
             let mut head = Enc(Vec::new());
             head.u32(SNAPSHOT_MAGIC);
-            head.u64(wal.seq);
+            head.u64(quiet.seq());
             head.u32(self.specs.len() as u32);
             head.u32(tenants.len() as u32);
             w.write_all(&head.0)?;
@@ -1563,15 +1516,11 @@ impl StatsEngine for MemoryEngine {
         }
         fs::rename(&tmp, self.dir.join("snapshot.bin"))?;
         File::open(&self.dir)?.sync_all()?;
-        wal.file.set_len(0)?;
-        wal.file.sync_all()?;
-        wal.file = OpenOptions::new().append(true).open(&wal.path)?;
-        wal.bytes = 0;
-        Ok(())
+        quiet.emptied()
     }
 
     fn log_bytes(&self) -> u64 {
-        self.wal.lock().unwrap_or_else(|e| e.into_inner()).bytes
+        self.log.bytes()
     }
 
     fn footprint(&self) -> Footprint {
@@ -1878,5 +1827,45 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, engine.specs.len());
+    }
+
+    #[test]
+    fn concurrent_small_batches_and_checkpoints_lose_nothing_on_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(5);
+        let records = access(&mut rng, 2000);
+        {
+            let engine = Arc::new(MemoryEngine::open(dir.path(), Arc::new(ManualClock::at(T0))).unwrap());
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let checkpoints = {
+                let (engine, stop) = (engine.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        engine.checkpoint().unwrap();
+                        n += 1;
+                    }
+                    n
+                })
+            };
+            std::thread::scope(|s| {
+                for part in records.chunks(500) {
+                    let engine = engine.clone();
+                    s.spawn(move || {
+                        for batch in part.chunks(20) {
+                            engine.ingest_access(1, &AccessBatch::from_records(batch)).unwrap();
+                        }
+                    });
+                }
+            });
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert!(checkpoints.join().unwrap() > 0);
+        }
+        let engine = MemoryEngine::open(dir.path(), Arc::new(ManualClock::at(T0))).unwrap();
+        for (i, spec) in engine.specs.iter().enumerate() {
+            if matches!(spec.kind, Kind::Delivery | Kind::TopKUrl) {
+                assert_eq!(stored(&engine, 1, i), expected(spec, &records, &[]), "{spec:?}");
+            }
+        }
     }
 }
