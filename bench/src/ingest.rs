@@ -3,7 +3,7 @@
 //! alone on an empty server (for profiling).
 //!
 //! Usage: edge-bench ingest --work DIR --server PATH/edge-server [--records N] [--connections N]
-//!        [--kind accesslogs|securityevents] [--data realistic|uniform] [--encoding gzip|zstd]
+//!        [--kind accesslogs|securityevents] [--data realistic|uniform] [--encoding gzip|zstd] [--memory]
 
 use std::{
     sync::{
@@ -15,6 +15,10 @@ use std::{
 };
 
 use anyhow::{Context, Result};
+use edge_server::{
+    clock::SystemClock,
+    stats::{StatsEngine, memory::MemoryEngine},
+};
 
 use crate::{
     Args,
@@ -100,6 +104,22 @@ pub fn bodies(text: &str) -> Vec<Vec<u8>> {
     lines.chunks(RECORDS_PER_REQUEST).map(|c| c.join("\n").into_bytes()).collect()
 }
 
+/// Ingests the first records of `file` (at most 500,000) into an engine of its own in `dir`, in batches of
+/// [`RECORDS_PER_REQUEST`]: records, bytes per stored row (open buckets keep their index), rollup rows.
+pub fn memory_sample(dir: &std::path::Path, file: &std::path::Path, n: u64) -> Result<(usize, f64, u64)> {
+    let sample = n.min(500_000) as usize;
+    let text = std::fs::read_to_string(file)?;
+    let engine = MemoryEngine::open(dir, Arc::new(SystemClock))?;
+    for chunk in text.lines().take(sample).collect::<Vec<_>>().chunks(RECORDS_PER_REQUEST) {
+        let (batch, _) = edge_server::stats::ingest::parse_access(&chunk.join("\n"));
+        engine.ingest_access(1, &batch)?;
+    }
+    let f = engine.footprint();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((sample, f.bytes as f64 / (f.rollup_rows + f.event_rows) as f64, f.rollup_rows))
+}
+
 pub fn run(args: &Args) -> Result<()> {
     let work = args.path("--work")?;
     let server_bin = args.path("--server")?;
@@ -127,6 +147,12 @@ pub fn run(args: &Args) -> Result<()> {
         logs::write_access(&file, n, end, shape)?;
     } else {
         logs::write_security(&file, n, end, shape)?;
+    }
+    if args.0.iter().any(|a| a == "--memory") && kind == "accesslogs" {
+        let (sample, bytes, rows) = memory_sample(&work.join("sample"), &file, n)?;
+        println!(
+            "ingest: memory after {sample} records through the ingestion path: {bytes:.0} bytes per stored row ({rows} rollup rows)"
+        );
     }
     let text = std::fs::read_to_string(&file)?;
     let mut bodies = bodies(&text);

@@ -1,10 +1,10 @@
 //! `edge-bench stats`: generates a large reproducible statistics dataset (over 20 million rollup rows and two
 //! million raw events), loads the same rows into our store and into DuckDB, runs representative queries
 //! through our HTTP API and in DuckDB side by side, and prints the medians and their ratio; then measures
-//! ingestion through the HTTP API (access logs, then security events) against DuckDB reading the same NDJSON
-//! file, raw and into the same rollups, and the latency of dashboard queries during a sustained ingestion.
-//! Every ingested record makes about 20 rollup rows here (the generator's values are uniform), so the
-//! default of 2 million records (plus a million more during the query loop) takes some 5 GB.
+//! ingestion through the HTTP API (access logs, then security events), of logs shaped like a CDN's and of the
+//! uniform worst case (see [`logs`]), against DuckDB reading the same NDJSON files, raw and into the same
+//! rollups, and the latency of dashboard queries during a sustained ingestion. The uniform data makes about
+//! 20 rollup rows a record, so the default of 2 million records of each shape takes some 5 GB.
 //!
 //! Usage: edge-bench stats --work DIR --server PATH/edge-server --python PATH/python3 [--ingest N]
 
@@ -12,7 +12,7 @@ use std::{
     fmt::Write as _,
     fs::File,
     io::{BufWriter, Write},
-    path::Path,
+    path::{Path, PathBuf},
     process::Command,
     sync::Arc,
     time::{Duration, Instant},
@@ -23,7 +23,7 @@ use anyhow::{Context, Result};
 use crate::{
     Args, ingest,
     logs::{self, Rng, Shape, domain, property},
-    server::Server,
+    server::{Server, load_average},
 };
 
 /// Connections the ingestion measurement posts over (a log shipper with two workers).
@@ -359,7 +359,7 @@ import json, sys, time, statistics
 import duckdb
 spec = json.load(open(sys.argv[1]))
 con = duckdb.connect()
-out = {"load_s": 0.0, "queries": [], "ingest": None}
+out = {"load_s": 0.0, "queries": []}
 t0 = time.perf_counter()
 for table in spec["tables"]:
     con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_csv('{spec['csv_dir']}/{table}.csv', header=true)")
@@ -373,18 +373,21 @@ for q in spec["queries"]:
         if i >= spec["warmup"]:
             times.append((time.perf_counter() - t) * 1000)
     out["queries"].append(statistics.median(times))
-if spec.get("ndjson"):
+out["ingest"], out["rollups"] = [], []
+for path in spec["ndjson"]:
+    con = duckdb.connect()
     t = time.perf_counter()
-    con.execute(f"CREATE TABLE raw AS SELECT * FROM read_ndjson('{spec['ndjson']}')")
+    con.execute(f"CREATE TABLE raw AS SELECT * FROM read_ndjson('{path}')")
     n = con.execute("SELECT count(*) FROM raw").fetchone()[0]
-    out["ingest"] = [n, time.perf_counter() - t]
+    out["ingest"].append([n, time.perf_counter() - t])
     con.execute("DROP TABLE raw")
     # The same file typed as the engine reads it, then every rollup the engine keeps: one figure.
     t = time.perf_counter()
-    con.execute(f"CREATE TABLE logs AS SELECT * FROM read_ndjson('{spec['ndjson']}', columns={spec['columns']})")
+    con.execute(f"CREATE TABLE logs AS SELECT * FROM read_ndjson('{path}', columns={spec['columns']})")
     for sql in spec["rollups"]:
         con.execute(sql)
-    out["rollups"] = [len(spec["rollups"]), time.perf_counter() - t]
+    out["rollups"].append([len(spec["rollups"]), time.perf_counter() - t])
+    con.close()
 print(json.dumps(out))
 "#;
 
@@ -473,6 +476,33 @@ fn dashboard(end: i64) -> Vec<String> {
     ]
 }
 
+/// The shapes of data ingestion is measured with; the first is the headline.
+const SHAPES: [Shape; 2] = [Shape::Realistic, Shape::Uniform];
+
+fn customer_of(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Realistic => "ingest",
+        Shape::Uniform => "uniform",
+    }
+}
+
+fn shape_name(shape: Shape) -> &'static str {
+    match shape {
+        Shape::Realistic => "realistic",
+        Shape::Uniform => "uniform",
+    }
+}
+
+/// What the ingestion of one shape of data measured.
+struct Ingested {
+    shape: Shape,
+    access: ingest::Posted,
+    access_cpu: f64,
+    security: ingest::Posted,
+    security_cpu: f64,
+    load: f64,
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -502,7 +532,9 @@ pub fn run(args: &Args) -> Result<()> {
     let (bench_id, rows, footprint) = rt.block_on(async {
         let state = AppState::open(Settings::new(&data, work.join("none"))).await?;
         admin::add_customer(&state, "bench", "admin", PASSWORD).await?;
-        admin::add_customer(&state, "ingest", "admin", PASSWORD).await?;
+        for shape in SHAPES {
+            admin::add_customer(&state, customer_of(shape), "admin", PASSWORD).await?;
+        }
         admin::add_customer(&state, "sustained", "admin", PASSWORD).await?;
         let customer = state.store.customer_by_name("bench").await?.context("bench customer")?;
         drop(state);
@@ -524,25 +556,22 @@ pub fn run(args: &Args) -> Result<()> {
         footprint.bytes as f64 / 1048576.0,
         footprint.bytes as f64 / (footprint.rollup_rows + footprint.event_rows) as f64
     );
-    let ndjson = work.join("access.ndjson");
-    logs::write_access(&ndjson, ingest_n, end, Shape::Uniform)?;
-    // Rows made by ingestion (hot buckets keep an upsert index) in an engine of their own.
-    {
-        let sample = ingest_n.min(500_000) as usize;
-        let text = std::fs::read_to_string(&ndjson)?;
-        let engine = MemoryEngine::open(&work.join("sample"), Arc::new(SystemClock))?;
-        for chunk in text.lines().take(sample).collect::<Vec<_>>().chunks(ingest::RECORDS_PER_REQUEST) {
-            let (batch, _) = edge_server::stats::ingest::parse_access(&chunk.join("\n"));
-            engine.ingest_access(1, &batch)?;
-        }
-        let f = engine.footprint();
+    let files: Vec<(Shape, PathBuf, PathBuf)> = SHAPES
+        .iter()
+        .map(|shape| {
+            let name = format!("{shape:?}").to_lowercase();
+            (*shape, work.join(format!("access-{name}.ndjson")), work.join(format!("security-{name}.ndjson")))
+        })
+        .collect();
+    for (shape, access, security) in &files {
+        logs::write_access(access, ingest_n, end, *shape)?;
+        logs::write_security(security, ingest_n / 5, end, *shape)?;
+        let (sample, bytes, rows) = ingest::memory_sample(&work.join("sample"), access, ingest_n)?;
         println!(
-            "memory after ingesting {sample} records through the ingestion path: {:.0} bytes per stored row ({} rollup rows)",
-            f.bytes as f64 / (f.rollup_rows + f.event_rows) as f64,
-            f.rollup_rows
+            "memory after ingesting {sample} {} access-log records through the ingestion path: {bytes:.0} bytes per stored row ({rows} rollup rows)",
+            shape_name(*shape),
         );
     }
-    let _ = std::fs::remove_dir_all(work.join("sample"));
 
     // 2. Our server on that data.
     let t = Instant::now();
@@ -583,7 +612,7 @@ pub fn run(args: &Args) -> Result<()> {
         "queries": qs.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
         "warmup": WARMUP,
         "runs": RUNS,
-        "ndjson": ndjson,
+        "ndjson": files.iter().map(|(_, access, _)| access).collect::<Vec<_>>(),
         "columns": duckdb_columns(),
         "rollups": duckdb_rollups(),
     });
@@ -592,33 +621,45 @@ pub fn run(args: &Args) -> Result<()> {
     let script = work.join("duckdb_bench.py");
     std::fs::write(&script, DUCKDB_SCRIPT)?;
 
-    // 4. Ingestion through our HTTP API (other customers): requests of 10,000 records over two connections
-    //    with a session, access logs and then security events.
-    let ingest_cookie = login("ingest")?;
-    let text = std::fs::read_to_string(&ndjson)?;
-    let bodies = Arc::new(ingest::bodies(&text));
-    drop(text);
-    let cpu = running.cpu_seconds();
+    // 4. Ingestion through our HTTP API (a customer of its own for each shape of data): requests of 10,000
+    //    records over two connections with a session, access logs and then security events.
     let url = |customer: &str, kind: &str| format!("{base}/{customer}/v1/ingest/{kind}");
-    let access = ingest::post_all(&url("ingest", "accesslogs"), &ingest_cookie, &bodies, CONNECTIONS, None)?;
-    let access_cpu = running.cpu_seconds() - cpu;
-    anyhow::ensure!(access.accepted == ingest_n, "accepted {} of {ingest_n}", access.accepted);
-    let security_n = ingest_n / 5;
-    let security_file = work.join("security.ndjson");
-    logs::write_security(&security_file, security_n, end, Shape::Uniform)?;
-    let security_bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(&security_file)?));
-    let cpu = running.cpu_seconds();
-    let security =
-        ingest::post_all(&url("ingest", "securityevents"), &ingest_cookie, &security_bodies, CONNECTIONS, None)?;
-    let security_cpu = running.cpu_seconds() - cpu;
-    anyhow::ensure!(security.accepted == security_n, "accepted {} of {security_n} events", security.accepted);
-    drop(security_bodies);
+    let mut ingested = Vec::new();
+    for (shape, access_file, security_file) in &files {
+        let customer = customer_of(*shape);
+        let cookie = login(customer)?;
+        let load = load_average();
+        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(access_file)?));
+        let cpu = running.cpu_seconds();
+        let access = ingest::post_all(&url(customer, "accesslogs"), &cookie, &bodies, CONNECTIONS, None)?;
+        let access_cpu = running.cpu_seconds() - cpu;
+        anyhow::ensure!(access.accepted == ingest_n, "accepted {} of {ingest_n}", access.accepted);
+        drop(bodies);
+        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(security_file)?));
+        let cpu = running.cpu_seconds();
+        let security = ingest::post_all(&url(customer, "securityevents"), &cookie, &bodies, CONNECTIONS, None)?;
+        let security_cpu = running.cpu_seconds() - cpu;
+        anyhow::ensure!(security.accepted == ingest_n / 5, "accepted {} of {} events", security.accepted, ingest_n / 5);
+        ingested.push(Ingested {
+            shape: *shape,
+            access,
+            access_cpu,
+            security,
+            security_cpu,
+            load: (load + load_average()) / 2.0,
+        });
+    }
 
     // 5. Dashboard queries on the dataset while another customer's access logs stream in (zstd bodies).
     let sustained_cookie = login("sustained")?;
-    let compressed: Vec<Vec<u8>> =
-        bodies.iter().take(bodies.len().div_ceil(2)).map(|b| compress("zstd", b)).collect::<Result<_>>()?;
-    drop(bodies);
+    let text = std::fs::read_to_string(&files[0].1)?;
+    let lines: Vec<&str> = text.lines().take(ingest_n.div_ceil(2) as usize).collect();
+    let compressed: Vec<Vec<u8>> = lines
+        .chunks(ingest::RECORDS_PER_REQUEST)
+        .map(|c| compress("zstd", c.join("\n").as_bytes()))
+        .collect::<Result<_>>()?;
+    drop(lines);
+    drop(text);
     let compressed = Arc::new(compressed);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let looper = {
@@ -637,8 +678,10 @@ pub fn run(args: &Args) -> Result<()> {
             Ok(times)
         })
     };
+    let sustained_load = load_average();
     let sustained =
         ingest::post_all(&url("sustained", "accesslogs"), &sustained_cookie, &compressed, CONNECTIONS, Some("zstd"));
+    let sustained_load = (sustained_load + load_average()) / 2.0;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut during = looper.join().map_err(|_| anyhow::anyhow!("the query loop panicked"))??;
     let sustained = sustained?;
@@ -659,48 +702,59 @@ pub fn run(args: &Args) -> Result<()> {
         all_faster &= ms < d;
         let _ = writeln!(table, "| {} | {n} ({total}) | {ms:.2} | {d:.2} | {:.1}× |", q.name, d / ms);
     }
-    let (dn, ds) = (duck["ingest"][0].as_f64().unwrap_or(0.0), duck["ingest"][1].as_f64().unwrap_or(f64::NAN));
-    let (rollups, rs) = (duck["rollups"][0].as_u64().unwrap_or(0), duck["rollups"][1].as_f64().unwrap_or(f64::NAN));
-    let ours = ingest_n as f64 / access.seconds;
     println!();
     print!("{table}");
     println!();
     println!(
-        "| ingestion of {ingest_n} access-log records (NDJSON, requests of {} records, {CONNECTIONS} connections) | records/s | DuckDB / edge-server |",
+        "| ingestion (NDJSON, requests of {} records, {CONNECTIONS} connections, with a session) | data | records/s | server CPU a record | DuckDB / edge-server |",
         ingest::RECORDS_PER_REQUEST
     );
-    println!("|---|---|---|");
-    println!(
-        "| edge-server, HTTP ingest (parsed, durable, into all {rollups} rollups; {:.2} µs of server CPU a record) | {ours:.0} | |",
-        access_cpu * 1e6 / ingest_n as f64
-    );
-    println!("| DuckDB read_ndjson into a table | {:.0} | {:.1}× |", dn / ds, dn / ds / ours);
-    println!(
-        "| DuckDB read_ndjson + the same {rollups} rollup tables (INSERT … GROUP BY each) | {:.0} | {:.1}× |",
-        ingest_n as f64 / rs,
-        ingest_n as f64 / rs / ours
-    );
-    println!(
-        "| edge-server, HTTP ingest of {security_n} security events ({:.2} µs of server CPU an event) | {:.0} | |",
-        security_cpu * 1e6 / security_n as f64,
-        security_n as f64 / security.seconds
-    );
+    println!("|---|---|---|---|---|");
+    for (i, run) in ingested.iter().enumerate() {
+        let data = shape_name(run.shape);
+        let (dn, ds) =
+            (duck["ingest"][i][0].as_f64().unwrap_or(0.0), duck["ingest"][i][1].as_f64().unwrap_or(f64::NAN));
+        let (rollups, rs) =
+            (duck["rollups"][i][0].as_u64().unwrap_or(0), duck["rollups"][i][1].as_f64().unwrap_or(f64::NAN));
+        let ours = ingest_n as f64 / run.access.seconds;
+        let security_n = ingest_n / 5;
+        println!(
+            "| edge-server: {ingest_n} access-log records, parsed, durable, into all {rollups} rollups | {data} | {ours:.0} | {:.2} µs | |",
+            run.access_cpu * 1e6 / ingest_n as f64
+        );
+        println!("| DuckDB read_ndjson into a table | {data} | {:.0} | | {:.1}× |", dn / ds, dn / ds / ours);
+        println!(
+            "| DuckDB read_ndjson + the same {rollups} rollup tables (INSERT … GROUP BY each) | {data} | {:.0} | | {:.2}× |",
+            ingest_n as f64 / rs,
+            ingest_n as f64 / rs / ours
+        );
+        println!(
+            "| edge-server: {security_n} security events, into the raw events and all their rollups | {data} | {:.0} | {:.2} µs | |",
+            security_n as f64 / run.security.seconds,
+            run.security_cpu * 1e6 / security_n as f64,
+        );
+    }
+    println!();
+    for run in &ingested {
+        let mut latencies = run.access.latencies_ms.clone();
+        latencies.sort_by(f64::total_cmp);
+        println!(
+            "Ingestion of {} data: load average {:.1}; access-log requests p50 {:.0} ms, p99 {:.0} ms each.",
+            shape_name(run.shape),
+            run.load,
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99)
+        );
+    }
     println!();
     println!(
-        "Dashboard queries during a sustained ingest of {} zstd-compressed access-log records ({:.0} records/s): {} queries, p50 {:.1} ms, p99 {:.1} ms.",
+        "Dashboard queries during a sustained ingest of {} zstd-compressed access-log records (realistic, {:.0} records/s, load average {:.1}): {} queries, p50 {:.1} ms, p99 {:.1} ms.",
         sustained.accepted,
         sustained.accepted as f64 / sustained.seconds,
+        sustained_load,
         during.len(),
         percentile(&during, 0.5),
         percentile(&during, 0.99)
-    );
-    let mut latencies = access.latencies_ms.clone();
-    latencies.sort_by(f64::total_cmp);
-    println!(
-        "Ingest requests: p50 {:.0} ms, p99 {:.0} ms each ({} records).",
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
-        ingest::RECORDS_PER_REQUEST
     );
     println!("DuckDB loaded the CSV tables in {:.1} s.", duck["load_s"].as_f64().unwrap_or(0.0));
     println!(
