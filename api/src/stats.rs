@@ -892,12 +892,21 @@ pub struct MetricList {
     pub metrics: Vec<String>,
 }
 
+/// An ingestion answer lists at most this many rejected lines; the rest are counted in `rejected_more`.
+pub const MAX_REJECTED: usize = 100;
+
 /// Answer of an ingestion call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IngestResult {
+    /// Records stored.
     pub accepted: u64,
+    /// The first 100 rejected lines (in line order), each with its number and why.
     pub rejected: Vec<RejectedLine>,
+    /// How many more lines were rejected than `rejected` lists (0 when it lists them all), so an answer stays
+    /// small whatever the body held.
+    #[serde(default)]
+    pub rejected_more: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -269,7 +269,7 @@ fn read_chunks(
 /// Loads NDJSON files (plain, `.gz` or `.zst`) with the server stopped: one thread reads, decompresses and
 /// parses while this one stores; on a terminal a progress bar shows bytes read and records per second.
 async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<PathBuf>) -> anyhow::Result<()> {
-    use edge_server::stats::ingest::{parse_access, parse_security};
+    use edge_server::stats::ingest::{parse_access_keeping, parse_security_keeping};
     use std::sync::{Arc, atomic::AtomicU64, atomic::Ordering};
     anyhow::ensure!(kind == "accesslogs" || kind == "securityevents", "--kind is accesslogs or securityevents");
     let _lock = lock_data_dir(&data_dir)?;
@@ -297,10 +297,10 @@ async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<Pa
     let parser = std::thread::spawn(move || {
         for (f, first, text) in chunks {
             let parsed = if access {
-                let (b, bad) = parse_access(&text);
+                let (b, bad) = parse_access_keeping(&text, usize::MAX);
                 (Parsed::Access(b), bad)
             } else {
-                let (b, bad) = parse_security(&text);
+                let (b, bad) = parse_security_keeping(&text, usize::MAX);
                 (Parsed::Security(b), bad)
             };
             if batches_tx.send((f, first, parsed)).is_err() {
@@ -321,11 +321,11 @@ async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<Pa
                 b.len()
             }
         };
-        for b in &bad {
+        for b in &bad.lines {
             bar.suspend(|| eprintln!("{}:{}: {}", files[f].display(), first + b.line - 1, b.message));
         }
         accepted += n as u64;
-        rejected += bad.len() as u64;
+        rejected += bad.count();
         bar.set_position(read.load(Ordering::Relaxed));
         let rate = accepted as f64 / started.elapsed().as_secs_f64().max(1e-3);
         bar.set_message(format!("{accepted} records, {rate:.0} records/s"));

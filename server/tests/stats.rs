@@ -505,6 +505,26 @@ async fn waf_and_shaping_trends_top_k_and_request_trends() {
 }
 
 #[tokio::test]
+async fn an_answer_lists_the_first_100_rejected_lines_and_counts_the_rest() {
+    let app = TestApp::new().await;
+    let good = access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, "/").to_string();
+    // Lines 1 and 5002 good, 5,000 bad lines between them.
+    let body = format!("{good}\n{}{good}", "not json\n".repeat(5000));
+    let reply = ingest(&app, "accesslogs", body).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["accepted"], 2);
+    let rejected = reply.body["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 100);
+    assert_eq!(rejected[0]["line"], 2);
+    assert_eq!(rejected[99]["line"], 101);
+    assert_eq!(reply.body["rejected_more"], 4900);
+    // All listed: nothing more.
+    let reply = ingest(&app, "securityevents", "not json\n{}".into()).await;
+    assert_eq!(reply.body["rejected"].as_array().unwrap().len(), 2);
+    assert_eq!(reply.body["rejected_more"], 0);
+}
+
+#[tokio::test]
 async fn bad_lines_are_reported_by_number_and_good_ones_kept() {
     let app = TestApp::new().await;
     let body = format!(

@@ -518,7 +518,7 @@ async fn ingest_with<B: Send + 'static>(
     caller: &Caller,
     headers: &HeaderMap,
     body: Bytes,
-    parse: fn(&str) -> (B, Vec<edge_api::stats::RejectedLine>),
+    parse: fn(&str) -> (B, ingest::Rejected),
     store: fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<u64, IngestError>,
 ) -> AppResult<axum::Json<IngestResult>> {
     let encoding = ndjson(headers)?;
@@ -542,7 +542,7 @@ async fn ingest_with<B: Send + 'static>(
             IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
             IngestError::Internal(e) => AppError::Internal(e),
         })?;
-        Ok(IngestResult { accepted, rejected })
+        Ok(IngestResult { accepted, rejected: rejected.lines, rejected_more: rejected.more })
     })
     .await??;
     Ok(axum::Json(result))
@@ -553,7 +553,7 @@ async fn ingest_with<B: Send + 'static>(
 #[utoipa::path(post, path = "/ingest/accesslogs", tag = "ingestion",
     request_body(content = String, content_type = "application/x-ndjson", description = "One access-log record per line"),
     responses(
-        (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
+        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected", body = IngestResult),
         (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
@@ -577,7 +577,7 @@ async fn ingest_access(
 #[utoipa::path(post, path = "/ingest/securityevents", tag = "ingestion",
     request_body(content = String, content_type = "application/x-ndjson", description = "One security event per line"),
     responses(
-        (status = 200, description = "How many were accepted; each rejected line with its number and why", body = IngestResult),
+        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected", body = IngestResult),
         (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use edge_api::stats::{RejectedLine, parse_time};
+use edge_api::stats::{MAX_REJECTED, RejectedLine, parse_time};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
@@ -489,30 +489,60 @@ fn security<'a>(line: &'a str, out: &mut SecurityBuilder<'a>) -> Result<(), Stri
     Ok(())
 }
 
-/// Parses NDJSON with `one` per non-blank line; returns the rejected lines (1-based, with why).
-fn parse<'a, B>(body: &'a str, out: &mut B, one: fn(&'a str, &mut B) -> Result<(), String>) -> Vec<RejectedLine> {
-    let mut bad = Vec::new();
+/// The rejected lines of a body: the first few with their numbers and why, and how many more there were.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rejected {
+    pub lines: Vec<RejectedLine>,
+    pub more: u64,
+}
+
+impl Rejected {
+    pub fn count(&self) -> u64 {
+        self.lines.len() as u64 + self.more
+    }
+}
+
+/// Parses NDJSON with `one` per non-blank line; keeps the first `keep` rejected lines (1-based, with why) and
+/// counts the rest, so that a body of bad lines costs no more memory than its good ones.
+fn parse<'a, B>(body: &'a str, keep: usize, out: &mut B, one: fn(&'a str, &mut B) -> Result<(), String>) -> Rejected {
+    let mut bad = Rejected::default();
     for (i, line) in body.split('\n').enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
         if let Err(message) = one(line, out) {
-            bad.push(RejectedLine { line: i as u64 + 1, message: clipped(message) });
+            if bad.lines.len() < keep {
+                bad.lines.push(RejectedLine { line: i as u64 + 1, message: clipped(message) });
+            } else {
+                bad.more += 1;
+            }
         }
     }
     bad
 }
 
-pub fn parse_access(body: &str) -> (AccessBatch, Vec<RejectedLine>) {
+/// Parses access-log NDJSON; keeps the first [`MAX_REJECTED`] rejected lines and counts the rest.
+pub fn parse_access(body: &str) -> (AccessBatch, Rejected) {
+    parse_access_keeping(body, MAX_REJECTED)
+}
+
+/// Parses access-log NDJSON; keeps the first `keep` rejected lines and counts the rest.
+pub fn parse_access_keeping(body: &str, keep: usize) -> (AccessBatch, Rejected) {
     let mut b = AccessBuilder::default();
-    let bad = parse(body, &mut b, access);
+    let bad = parse(body, keep, &mut b, access);
     (b.finish(), bad)
 }
 
-pub fn parse_security(body: &str) -> (SecurityBatch, Vec<RejectedLine>) {
+/// Parses security-event NDJSON; keeps the first [`MAX_REJECTED`] rejected lines and counts the rest.
+pub fn parse_security(body: &str) -> (SecurityBatch, Rejected) {
+    parse_security_keeping(body, MAX_REJECTED)
+}
+
+/// Parses security-event NDJSON; keeps the first `keep` rejected lines and counts the rest.
+pub fn parse_security_keeping(body: &str, keep: usize) -> (SecurityBatch, Rejected) {
     let mut b = SecurityBuilder::default();
-    let bad = parse(body, &mut b, security);
+    let bad = parse(body, keep, &mut b, security);
     (b.finish(), bad)
 }
 
@@ -531,7 +561,8 @@ mod tests {
             "\n",
             r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.com","property":"p","http_status_code":200,"scheme":1,"request_url":"/x","colour":"red"}"#,
         );
-        let (good, bad) = parse_access(body);
+        let (good, bad) = parse_access_keeping(body, usize::MAX);
+        let bad = bad.lines;
         assert_eq!(good.len(), 1);
         assert_eq!(good.metrics[1][0], 3);
         assert_eq!(bad.iter().map(|b| b.line).collect::<Vec<_>>(), [3, 4, 5, 6]);
@@ -546,14 +577,17 @@ mod tests {
             r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.com","property":"p","http_status_code":404,"scheme":1,"request_url":"/"}"#,
         );
         assert_eq!(good.metrics[1][0], 1);
-        let (good, bad) = parse_security(concat!(
-            r#"{"timestamp":"2026-01-01T00:00:00","source":"waf","event_action":"BLOCK","domain":"a.com","rule_id":"942100"}"#,
-            "\n",
-            r#"{"timestamp":"2026-01-01T00:00:00","source":"trafficshaping","event_action":"DENY","domain":"a.com"}"#,
-            "\n",
-            r#"{"timestamp":"2026-01-01T00:00:00","source":"cdn","domain":"a.com"}"#
-        ));
+        let (good, bad) = parse_security_keeping(
+            concat!(
+                r#"{"timestamp":"2026-01-01T00:00:00","source":"waf","event_action":"BLOCK","domain":"a.com","rule_id":"942100"}"#,
+                "\n",
+                r#"{"timestamp":"2026-01-01T00:00:00","source":"trafficshaping","event_action":"DENY","domain":"a.com"}"#,
+                "\n",
+                r#"{"timestamp":"2026-01-01T00:00:00","source":"cdn","domain":"a.com"}"#
+            ),
+            1,
+        );
         assert_eq!(good.len(), 1);
-        assert_eq!(bad.len(), 2);
+        assert_eq!((bad.lines.len(), bad.more, bad.count()), (1, 1, 2));
     }
 }
