@@ -6,7 +6,7 @@ use crate::{
     AppState,
     audit::{Target, op},
     auth,
-    store::{AuditEvent, Customer, NewCustomer, NewUser, StoreError},
+    store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError},
 };
 
 /// A new random resource id: 64 bits, hex.
@@ -46,6 +46,17 @@ pub fn local_user(username: &str, password: &str, role: auth::Role, full_name: &
 /// Creates customer `name` with one administrator. Refuses an existing name, an invalid name or username, and a
 /// password that breaks the policy.
 pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &str) -> anyhow::Result<Customer> {
+    create_customer(state.store.as_ref(), state.clock.now_ms(), name, admin, password).await
+}
+
+/// As [`add_customer`], on a store alone at `now_ms` (the command line, which needs no statistics engine).
+pub async fn create_customer(
+    store: &dyn Store,
+    now_ms: i64,
+    name: &str,
+    admin: &str,
+    password: &str,
+) -> anyhow::Result<Customer> {
     if !edge_api::paths::is_valid_customer_name(name) {
         anyhow::bail!(
             "invalid customer name {name:?}: use 1-63 lowercase letters, digits and '-', starting with a letter or digit"
@@ -55,10 +66,9 @@ pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &
     edge_api::check_password_policy(admin, password).map_err(anyhow::Error::msg)?;
     let user = local_user(admin, password, auth::Role::Admin, "Administrator")?;
     let customer = NewCustomer { name: name.into(), display_name: name.into(), contact_email: user.email.clone() };
-    let now = state.clock.now_ms();
     let target = Target { kind: "account", id: name.into(), name: name.into() };
-    let audit = AuditEvent::system(0, now, op::CUSTOMER_CREATE, target).detail("administrator", admin);
-    match state.store.create_customer(customer, &[user], now, &audit).await {
+    let audit = AuditEvent::system(0, now_ms, op::CUSTOMER_CREATE, target).detail("administrator", admin);
+    match store.create_customer(customer, &[user], now_ms, &audit).await {
         Ok(c) => Ok(c),
         Err(StoreError::Conflict(_)) => anyhow::bail!("customer {name:?} already exists"),
         Err(e) => Err(e.into()),
@@ -69,6 +79,17 @@ pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &
 /// Users of it hold only a role association (there is no remote login flow in v1).
 pub async fn add_identity_source(
     state: &AppState,
+    customer: &str,
+    id: &str,
+    configuration: &str,
+) -> anyhow::Result<()> {
+    register_identity_source(state.store.as_ref(), state.clock.now_ms(), customer, id, configuration).await
+}
+
+/// As [`add_identity_source`], on a store alone at `now_ms`.
+pub async fn register_identity_source(
+    store: &dyn Store,
+    now_ms: i64,
     customer: &str,
     id: &str,
     configuration: &str,
@@ -84,9 +105,9 @@ pub async fn add_identity_source(
     if !config.is_object() {
         anyhow::bail!("the configuration must be a JSON object");
     }
-    let Some(c) = state.store.customer_by_name(customer).await? else { anyhow::bail!("no customer {customer:?}") };
-    let audit = AuditEvent::system(c.id, state.clock.now_ms(), op::IDENTITY_SOURCE_CREATE, Target::identity_source(id));
-    match state.store.add_identity_source(c.id, id, &config.to_string(), &audit).await {
+    let Some(c) = store.customer_by_name(customer).await? else { anyhow::bail!("no customer {customer:?}") };
+    let audit = AuditEvent::system(c.id, now_ms, op::IDENTITY_SOURCE_CREATE, Target::identity_source(id));
+    match store.add_identity_source(c.id, id, &config.to_string(), &audit).await {
         Ok(()) => Ok(()),
         Err(StoreError::Conflict(_)) => anyhow::bail!("identity source {id:?} already exists for {customer:?}"),
         Err(e) => Err(e.into()),

@@ -18,7 +18,7 @@ use crate::{
     error::{AppError, AppResult},
     otp,
     store::{Actor, AuditEvent, Customer, SessionRecord, UserRecord},
-    throttle::{Lockout, LoginKey, Outcome, Verdict},
+    throttle::{self, Lockout, LoginKey, Outcome, Verdict},
 };
 
 pub use crate::hashing::hash_password;
@@ -160,7 +160,8 @@ impl PasswordLogin<'_> {
     /// disabled users and users whose password was reset all get the same answer after the same work.
     pub async fn check(&self, state: &AppState) -> AppResult<(Customer, UserRecord)> {
         let key = self.key();
-        match state.throttle.reserve(state.clock.now_ms(), &key).await {
+        match throttle::reserve(state.store.as_ref(), state.clock.now_ms(), &key, state.settings.login_slowdown).await?
+        {
             Verdict::Refuse { retry_after_secs } => {
                 return Err(AppError::TooManyRequests {
                     message: "Too many failed logins: wait before trying again.".into(),
@@ -178,7 +179,7 @@ impl PasswordLogin<'_> {
             }
             // No guess was judged (the store failed, or the server is too busy to check passwords).
             Err(e) => {
-                state.throttle.settle(state.clock.now_ms(), &key, Outcome::Released).await;
+                settle(state, &key, Outcome::Released).await;
                 Err(e)
             }
         }
@@ -212,7 +213,7 @@ impl PasswordLogin<'_> {
     /// audit log, and returns `error`.
     async fn failed(&self, state: &AppState, user: Option<&UserRecord>, reason: &str, error: AppError) -> AppError {
         let now = state.clock.now_ms();
-        let lockouts = state.throttle.settle(now, &self.key(), Outcome::Failed).await;
+        let lockouts = settle(state, &self.key(), Outcome::Failed).await;
         let Some(customer) = self.customer else { return error };
         let (actor, target) = match user {
             Some(u) => (Actor::User { id: u.id.clone(), name: u.username.clone() }, Target::user(u)),
@@ -262,11 +263,11 @@ impl PasswordLogin<'_> {
         let now = state.clock.now_ms();
         let token = token.filter(|t| !t.trim().is_empty());
         if !user.otp_enabled {
-            state.throttle.settle(now, &key, Outcome::Succeeded).await;
+            settle(state, &key, Outcome::Succeeded).await;
             return Ok(true);
         }
         let Some(token) = token else {
-            state.throttle.settle(now, &key, Outcome::Released).await;
+            settle(state, &key, Outcome::Released).await;
             if code_required {
                 return Err(otp_required("Enter the one-time code of your authenticator app (header X-OTP-Token)."));
             }
@@ -280,7 +281,7 @@ impl PasswordLogin<'_> {
         };
         match consumed {
             Ok(true) => {
-                state.throttle.settle(now, &key, Outcome::Succeeded).await;
+                settle(state, &key, Outcome::Succeeded).await;
                 Ok(true)
             }
             Ok(false) => Err(self
@@ -295,9 +296,22 @@ impl PasswordLogin<'_> {
                 )
                 .await),
             Err(e) => {
-                state.throttle.settle(now, &key, Outcome::Released).await;
+                settle(state, &key, Outcome::Released).await;
                 Err(e.into())
             }
+        }
+    }
+}
+
+/// Settles a counted attempt (see [`crate::store::Store::settle_login`]); returns the locks a failure brought
+/// about. When the store cannot record it, that is logged and the answer stays the same: the reservation
+/// expires by itself (see [`throttle::PENDING_TTL_MS`]).
+async fn settle(state: &AppState, key: &LoginKey, outcome: Outcome) -> Vec<Lockout> {
+    match state.store.settle_login(state.clock.now_ms(), key, outcome).await {
+        Ok(lockouts) => lockouts,
+        Err(e) => {
+            tracing::error!(error = %e, ?outcome, "settling a login attempt failed");
+            Vec::new()
         }
     }
 }

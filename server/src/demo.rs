@@ -35,8 +35,25 @@ pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<b
     seed_if_empty_with(state, password, Volume::FULL).await
 }
 
-/// As [`seed_if_empty`], with `volume` of traffic.
+/// As [`seed_if_empty`], with `volume` of traffic. The traffic goes to this process's statistics engine: on a
+/// shared database, a replica that finds the demo seeded by another and its own statistics empty gets the same
+/// traffic (it ends when the demo customer was created), so every replica shows the same demo.
 pub async fn seed_if_empty_with(state: &AppState, password: &str, volume: Volume) -> anyhow::Result<bool> {
+    let seeded = seed_store_if_empty(state, password).await?;
+    let joining = state.store.kind() == "postgres" && state.stats.footprint().rollup_rows == 0;
+    if !(seeded || joining) {
+        return Ok(seeded);
+    }
+    let Some(customer) = state.store.customer_by_name(CUSTOMER).await? else { return Ok(seeded) };
+    let (engine, id, end) = (state.stats.clone(), customer.id, customer.created_ms);
+    tokio::task::spawn_blocking(move || crate::stats::demo::seed(engine.as_ref(), id, &demo_properties(), end, volume))
+        .await??;
+    Ok(seeded)
+}
+
+/// The demo customer with its users, lists and properties, when the store holds no customer at all; returns
+/// whether it seeded (false also when another replica seeded it at the same moment).
+async fn seed_store_if_empty(state: &AppState, password: &str) -> anyhow::Result<bool> {
     if state.store.customer_count().await? > 0 {
         return Ok(false);
     }
@@ -69,9 +86,6 @@ pub async fn seed_if_empty_with(state: &AppState, password: &str, volume: Volume
         state.store.user_by_username(customer.id, "admin").await?.ok_or_else(|| anyhow::anyhow!("demo admin"))?;
     seed_lists(state, &customer, &admin).await?;
     seed_properties(state, &customer, &admin).await?;
-    let (engine, id, now) = (state.stats.clone(), customer.id, state.clock.now_ms());
-    tokio::task::spawn_blocking(move || crate::stats::demo::seed(engine.as_ref(), id, &demo_properties(), now, volume))
-        .await??;
     Ok(true)
 }
 

@@ -36,9 +36,10 @@ pub enum AppError {
     /// The server cannot hold what the request would store; nothing was stored.
     #[error("{0}")]
     InsufficientStorage(String),
-    /// The server is too busy for this request now (bounded work is full); the client may retry later.
+    /// The server cannot handle this request now — bounded work is full (`overloaded`), or the database cannot
+    /// be reached (`database_unavailable`); nothing was changed, and the client may retry later.
     #[error("{message}")]
-    Unavailable { message: String, retry_after_secs: u64 },
+    Unavailable { kind: &'static str, message: String, retry_after_secs: u64 },
     /// Anything else: logged with its cause, answered as 500 without details.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -53,6 +54,15 @@ impl AppError {
 
     pub fn invalid_parameter(message: impl Into<String>) -> Self {
         Self::bad_request("invalid_parameter", message)
+    }
+
+    /// 503 `database_unavailable`: the database did not answer; nothing was changed.
+    pub fn database_unavailable() -> Self {
+        AppError::Unavailable {
+            kind: "database_unavailable",
+            message: "The database cannot be reached right now; nothing was changed. Try again in a moment.".into(),
+            retry_after_secs: 2,
+        }
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
@@ -105,8 +115,8 @@ impl AppError {
             AppError::InsufficientStorage(m) => {
                 (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", m.clone(), &[])
             }
-            AppError::Unavailable { message, .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "overloaded", message.clone(), &[])
+            AppError::Unavailable { kind, message, .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, kind, message.clone(), &[])
             }
             AppError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -145,6 +155,10 @@ impl From<crate::store::StoreError> for AppError {
                 message: "This would leave the account without an enabled administrator.".into(),
             },
             StoreError::Limit(message) => AppError::BadRequest { kind: "limit_exceeded", message, details: vec![] },
+            StoreError::Unavailable(cause) => {
+                tracing::warn!(error = %cause, "the database is unavailable");
+                AppError::database_unavailable()
+            }
             StoreError::Other(e) => AppError::Internal(e),
         }
     }
@@ -152,7 +166,7 @@ impl From<crate::store::StoreError> for AppError {
 
 impl From<sqlx::Error> for AppError {
     fn from(e: sqlx::Error) -> Self {
-        AppError::Internal(e.into())
+        crate::store::StoreError::from(e).into()
     }
 }
 

@@ -103,6 +103,7 @@ impl PasswordWork {
 
 fn busy() -> AppError {
     AppError::Unavailable {
+        kind: "overloaded",
         message: "The server is checking too many passwords at once; try again in a moment.".into(),
         retry_after_secs: 1,
     }

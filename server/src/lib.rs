@@ -15,7 +15,6 @@ pub mod hashing;
 pub mod mail;
 pub mod net;
 pub mod otp;
-pub mod ratelimit;
 pub mod routes;
 pub mod stats;
 pub mod store;
@@ -45,16 +44,20 @@ use crate::{
     hashing::PasswordWork,
     mail::Mailer,
     net::TrustedProxies,
-    ratelimit::RateLimiter,
     stats::{StatsEngine, memory::MemoryEngine},
-    store::{SqliteStore, Store},
-    throttle::{LoginThrottle, MemoryThrottle},
+    store::{Location, Store},
 };
 
 /// Settings fixed at start.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The embedded statistics engine, mail written without SMTP, and the SQLite database unless
+    /// `database_url` is set.
     pub data_dir: PathBuf,
+    /// PostgreSQL instead of SQLite: `postgres://USER[:PASS]@HOST:PORT/DB`, shared by replicas.
+    pub database_url: Option<String>,
+    /// How long to wait at start for a PostgreSQL database that does not answer yet.
+    pub database_wait: Duration,
     pub static_dir: PathBuf,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
@@ -80,9 +83,19 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Where the state is kept, from the settings: the one place the store is chosen.
+    pub fn location(&self) -> Location {
+        match &self.database_url {
+            Some(url) => Location::Postgres(url.clone()),
+            None => Location::Sqlite(self.data_dir.clone()),
+        }
+    }
+
     pub fn new(data_dir: impl Into<PathBuf>, static_dir: impl Into<PathBuf>) -> Self {
         Settings {
             data_dir: data_dir.into(),
+            database_url: None,
+            database_wait: Duration::from_secs(30),
             static_dir: static_dir.into(),
             max_body_bytes: 10 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
@@ -105,26 +118,24 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
-    pub throttle: Arc<dyn LoginThrottle>,
     /// Password hashing and verification, bounded.
     pub passwords: Arc<PasswordWork>,
     pub mailer: Arc<Mailer>,
     /// The edge fleet that acknowledges purges and deployments.
     pub fleet: Arc<dyn Fleet>,
-    /// Purge requests per customer (token buckets).
-    pub purge_limiter: Arc<RateLimiter>,
     /// The statistics engine.
     pub stats: Arc<dyn StatsEngine>,
 }
 
 impl AppState {
-    /// Opens the embedded store in `settings.data_dir`, with the system clock.
+    /// Opens the store (PostgreSQL at `settings.database_url`, or SQLite in `settings.data_dir`) and the
+    /// statistics engine in the data dir, with the system clock.
     pub async fn open(settings: Settings) -> anyhow::Result<Self> {
         Self::open_with_clock(settings, Arc::new(SystemClock)).await
     }
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        let store = SqliteStore::open(&settings.data_dir).await?;
+        let store = store::open(&settings.location(), settings.database_wait).await?;
         let stats = {
             let (dir, clock) = (settings.data_dir.clone(), clock.clone());
             tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??
@@ -133,11 +144,9 @@ impl AppState {
         Ok(AppState {
             store: Arc::new(store),
             clock,
-            throttle: Arc::new(MemoryThrottle::new(settings.login_slowdown)),
             passwords: Arc::new(PasswordWork::new(settings.password_workers, settings.password_queue)),
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
-            purge_limiter: Arc::new(RateLimiter::new(2.0, 2.0)),
             stats: Arc::new(stats),
             settings: Arc::new(settings),
         })
@@ -154,6 +163,7 @@ pub fn app(state: AppState) -> Router {
         .unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"));
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
+        .route("/readyz", get(web::readiness))
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
         .merge(api)
         .fallback(web::static_or_not_found)
@@ -254,7 +264,9 @@ async fn housekeeping(state: AppState) {
 
 /// One round of upkeep: expired sessions are removed from storage (each recorded as expired), and a statistics
 /// checkpoint is written when its log has grown. With `retention` (every ten minutes) also what is past its
-/// retention goes: statistics, finished tasks with their purge transactions, and audit records.
+/// retention goes: statistics, login attempts past their window, finished tasks with their purge
+/// transactions, and audit records. Every replica runs it: each job in the store takes its own lock in the
+/// database and deletes only what is still there, so two replicas never do the same work twice.
 pub async fn upkeep(state: &AppState, retention: bool) {
     let now = state.clock.now_ms();
     let stats = state.stats.clone();
@@ -277,6 +289,10 @@ pub async fn upkeep(state: &AppState, retention: bool) {
         Err(e) => tracing::warn!(error = %e, "purging expired sessions failed"),
     }
     if retention {
+        match state.store.prune_logins(now).await {
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "forgetting old login attempts failed"),
+        }
         let before = now.saturating_sub(state.settings.task_retention_days.saturating_mul(DAY_MS));
         match state.store.prune_tasks(before).await {
             Ok(0) => {}

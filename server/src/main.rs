@@ -9,7 +9,12 @@ use std::{io::IsTerminal, net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use edge_server::{AppState, Server, Settings, admin, demo};
+use edge_server::{
+    AppState, Server, Settings, admin,
+    clock::{Clock, SystemClock},
+    demo,
+    store::Location,
+};
 use rand::{Rng, distributions::Alphanumeric};
 
 #[derive(Parser)]
@@ -30,7 +35,8 @@ enum Command {
         command: CustomerCommand,
     },
     /// Load access logs or security events from NDJSON files into a customer's statistics (with the server
-    /// stopped: the data dir is used by one process at a time).
+    /// stopped: the data dir is used by one process at a time). With --database-url, the customer is looked up
+    /// there and the records go to this data dir's statistics engine (one replica's).
     Ingest {
         /// `accesslogs` or `securityevents`.
         #[arg(long)]
@@ -40,6 +46,8 @@ enum Command {
         customer: String,
         #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
         data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
         /// NDJSON files, one record per line.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -64,7 +72,26 @@ enum IdpCommand {
         config: String,
         #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
         data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
     },
+}
+
+/// Where the state is kept, when not in the data dir.
+#[derive(Args, Clone)]
+struct DatabaseArgs {
+    /// PostgreSQL instead of SQLite in the data dir, shared by every replica of the server:
+    /// postgres://USER[:PASS]@HOST:PORT/DB (libpq's URL; e.g. ?sslmode=require, ?options=-csearch_path%3Dedge).
+    #[arg(long, env = "EDGE_DATABASE_URL")]
+    database_url: Option<String>,
+}
+
+impl DatabaseArgs {
+    fn location(&self, data_dir: &std::path::Path) -> Location {
+        let mut settings = Settings::new(data_dir, "");
+        settings.database_url = self.database_url.clone();
+        settings.location()
+    }
 }
 
 #[derive(Args)]
@@ -72,14 +99,18 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "EDGE_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Where state is kept (edge.db and its WAL files).
+    /// Where state is kept: edge.db and its WAL files (unless --database-url), the statistics engine, and
+    /// mail written without SMTP. One process at a time.
     #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
     data_dir: PathBuf,
+    #[command(flatten)]
+    database: DatabaseArgs,
     /// The built console (trunk's dist folder).
     #[arg(long, env = "EDGE_STATIC_DIR", default_value = "./dist")]
     static_dir: PathBuf,
-    /// In an empty data dir, create customer `demo` with users admin, operator and viewer; their password is
-    /// $EDGE_DEMO_PASSWORD, or a random one printed once.
+    /// In an empty store, create customer `demo` with users admin, operator and viewer (their password is
+    /// $EDGE_DEMO_PASSWORD, or a random one printed once), lists, properties and traffic; a replica joining a
+    /// database another one seeded gets the demo traffic in its own statistics.
     #[arg(long)]
     demo: bool,
     /// Days of demo traffic to create with --demo.
@@ -124,6 +155,8 @@ enum CustomerCommand {
         admin: String,
         #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
         data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
     },
 }
 
@@ -140,13 +173,15 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
-        Command::Customer { command: CustomerCommand::Add { name, admin, data_dir } } => {
-            add_customer(name, admin, data_dir).await
+        Command::Customer { command: CustomerCommand::Add { name, admin, data_dir, database } } => {
+            add_customer(name, admin, database.location(&data_dir)).await
         }
-        Command::Ingest { kind, customer, data_dir, files } => ingest(kind, customer, data_dir, files).await,
-        Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir } } => {
-            let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
-            admin::add_identity_source(&state, &customer, &id, &config).await?;
+        Command::Ingest { kind, customer, data_dir, database, files } => {
+            ingest(kind, customer, data_dir, database, files).await
+        }
+        Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir, database } } => {
+            let store = open_store(&database.location(&data_dir)).await?;
+            admin::register_identity_source(&store, SystemClock.now_ms(), &customer, &id, &config).await?;
             println!("Registered identity source `{id}` for customer `{customer}`");
             Ok(())
         }
@@ -155,6 +190,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut settings = Settings::new(&args.data_dir, &args.static_dir);
+    settings.database_url = args.database.database_url.clone();
     settings.max_body_bytes = args.max_body_bytes;
     settings.request_timeout = Duration::from_secs(args.request_timeout_secs);
     settings.public_url =
@@ -167,12 +203,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }
+    // The statistics engine in the data dir is one process's, whichever store holds the state.
     let _lock = lock_data_dir(&args.data_dir)?;
+    let location = settings.location();
     let state = AppState::open(settings).await?;
     let demo_login = if args.demo { seed_demo(&state, args.demo_days).await? } else { None };
     let shutdown = edge_server::shutdown_signals()?;
     let server = Server::start(state, args.listen).await?;
-    tracing::info!(addr = %server.addr, data_dir = %args.data_dir.display(), "serving");
+    tracing::info!(addr = %server.addr, data_dir = %args.data_dir.display(), store = %location, "serving");
     println!("Edge Console: http://{}/", server.addr);
     match demo_login {
         Some(password) => println!(
@@ -180,8 +218,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             demo::CUSTOMER
         ),
         None if args.demo => println!(
-            "The data dir already holds data, so no demo data was created; log in with the users it has \
-             (demo users keep the password they were created with)."
+            "The {} already holds data, so no demo data was created; log in with the users it has \
+             (demo users keep the password they were created with).",
+            if args.database.database_url.is_some() { "database" } else { "data dir" }
         ),
         None => {}
     }
@@ -268,12 +307,20 @@ fn read_chunks(
 
 /// Loads NDJSON files (plain, `.gz` or `.zst`) with the server stopped: one thread reads, decompresses and
 /// parses while this one stores; on a terminal a progress bar shows bytes read and records per second.
-async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<PathBuf>) -> anyhow::Result<()> {
+async fn ingest(
+    kind: String,
+    customer: String,
+    data_dir: PathBuf,
+    database: DatabaseArgs,
+    files: Vec<PathBuf>,
+) -> anyhow::Result<()> {
     use edge_server::stats::ingest::{parse_access_keeping, parse_security_keeping};
     use std::sync::{Arc, atomic::AtomicU64, atomic::Ordering};
     anyhow::ensure!(kind == "accesslogs" || kind == "securityevents", "--kind is accesslogs or securityevents");
     let _lock = lock_data_dir(&data_dir)?;
-    let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
+    let mut settings = Settings::new(&data_dir, "");
+    settings.database_url = database.database_url;
+    let state = AppState::open(settings).await.context("opening the data dir")?;
     let c =
         state.store.customer_by_name(&customer).await?.ok_or_else(|| anyhow::anyhow!("no customer {customer:?}"))?;
     let total: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
@@ -342,7 +389,12 @@ async fn ingest(kind: String, customer: String, data_dir: PathBuf, files: Vec<Pa
     Ok(())
 }
 
-async fn add_customer(name: String, admin: String, data_dir: PathBuf) -> anyhow::Result<()> {
+/// The store alone, for the commands that need no statistics engine.
+async fn open_store(location: &Location) -> anyhow::Result<edge_server::store::SqlStore> {
+    edge_server::store::open(location, Duration::ZERO).await.context("opening the store")
+}
+
+async fn add_customer(name: String, admin: String, location: Location) -> anyhow::Result<()> {
     let password = match std::env::var("EDGE_ADMIN_PASSWORD") {
         Ok(p) if !p.is_empty() => p,
         _ if std::io::stdin().is_terminal() => {
@@ -353,8 +405,8 @@ async fn add_customer(name: String, admin: String, data_dir: PathBuf) -> anyhow:
         }
         _ => anyhow::bail!("set EDGE_ADMIN_PASSWORD, or run on a terminal to be asked for the password"),
     };
-    let state = AppState::open(Settings::new(&data_dir, "")).await.context("opening the data dir")?;
-    let customer = admin::add_customer(&state, &name, &admin, &password).await?;
-    println!("Created customer `{}` with administrator `{admin}` in {}", customer.name, data_dir.display());
+    let store = open_store(&location).await?;
+    let customer = admin::create_customer(&store, SystemClock.now_ms(), &name, &admin, &password).await?;
+    println!("Created customer `{}` with administrator `{admin}` in {location}", customer.name);
     Ok(())
 }

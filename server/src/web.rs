@@ -186,3 +186,32 @@ mod tests {
         assert_eq!(redact_path("/demo/v1/users/u1"), "/demo/v1/users/u1");
     }
 }
+
+/// How long a readiness check waits for each dependency.
+const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `GET /readyz`: 200 when this replica can serve requests — its database answers and its statistics engine is
+/// ready — and 503 with the JSON error body naming what is not, so a load balancer sends it no traffic until
+/// it is. `/healthz` only says the process is alive.
+pub async fn readiness(State(state): State<AppState>) -> Response {
+    let mut problems = Vec::new();
+    match tokio::time::timeout(READINESS_TIMEOUT, state.store.ping()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => problems.push(format!("database ({}): {e}", state.store.kind())),
+        Err(_) => problems.push(format!("database ({}): no answer within {READINESS_TIMEOUT:?}", state.store.kind())),
+    }
+    let stats = state.stats.clone();
+    match tokio::time::timeout(READINESS_TIMEOUT, tokio::task::spawn_blocking(move || stats.ready())).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => problems.push(format!("statistics engine: {e}")),
+        Ok(Err(e)) => problems.push(format!("statistics engine: {e}")),
+        Err(_) => problems.push(format!("statistics engine: no answer within {READINESS_TIMEOUT:?}")),
+    }
+    let no_store = [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))];
+    if problems.is_empty() {
+        return (no_store, Json(serde_json::json!({"status": "ready", "database": state.store.kind()})))
+            .into_response();
+    }
+    let body = edge_api::ErrorBody::new("not_ready", "This server cannot serve requests now.").with_details(problems);
+    (StatusCode::SERVICE_UNAVAILABLE, no_store, Json(body)).into_response()
+}

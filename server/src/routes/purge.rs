@@ -112,7 +112,11 @@ async fn purge(
             vec![],
         );
     }
-    if let Err(wait_ms) = state.purge_limiter.take(caller.customer.id, state.clock.now_ms()) {
+    let token = match state.store.take_purge_token(caller.customer.id, state.clock.now_ms()).await {
+        Ok(token) => token,
+        Err(e) => return internal(e),
+    };
+    if let Err(wait_ms) = token {
         let mut r = fail(
             StatusCode::TOO_MANY_REQUESTS,
             429,

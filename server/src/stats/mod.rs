@@ -90,6 +90,11 @@ pub trait StatsEngine: Send + Sync + 'static {
     /// Bytes logged since the last checkpoint.
     fn log_bytes(&self) -> u64;
     fn footprint(&self) -> Footprint;
+    /// Whether the engine can answer queries now (`/readyz`); an engine in another process checks that it
+    /// answers. The embedded engine is ready once opened.
+    fn ready(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
 }
 
 /// Why a batch was not stored (none of it was).

@@ -1,12 +1,49 @@
-//! State storage behind one interface, [`Store`]: handlers never see SQL, so a PostgreSQL implementation can be
-//! added beside the embedded SQLite one without touching them.
+//! State storage behind one interface, [`Store`]: handlers never see SQL. One implementation, [`SqlStore`],
+//! runs on the embedded SQLite file (the default) or on PostgreSQL shared by several replicas of the server;
+//! [`open`] picks it from the flags, in one place.
 
-mod sqlite;
+pub mod db;
+pub mod postgres;
+pub mod sql;
+pub mod sqlite;
+
+use std::{path::PathBuf, time::Duration};
 
 use async_trait::async_trait;
 use edge_api::config::ReadOnly;
 
-pub use sqlite::SqliteStore;
+pub use sql::SqlStore;
+
+use crate::throttle::{Decision, Lockout, LoginKey, Outcome};
+
+/// Where the state is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// `edge.db` in this data dir (one process at a time).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database, by URL: `postgres://USER[:PASS]@HOST:PORT/DB`.
+    Postgres(String),
+}
+
+impl std::fmt::Display for Location {
+    /// The data dir, or the PostgreSQL URL without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(dir) => write!(f, "{}", dir.display()),
+            Location::Postgres(url) => f.write_str(&postgres::redact(url)),
+        }
+    }
+}
+
+/// Opens the store at `location`, bringing its schema up to date. PostgreSQL is waited for up to `wait` when it
+/// does not answer yet.
+pub async fn open(location: &Location, wait: Duration) -> anyhow::Result<SqlStore> {
+    let db = match location {
+        Location::Sqlite(dir) => sqlite::open(dir).await?,
+        Location::Postgres(url) => postgres::connect(url, wait).await?,
+    };
+    Ok(SqlStore::new(db))
+}
 
 pub type CustomerId = i64;
 
@@ -286,13 +323,40 @@ pub enum StoreError {
     /// A limit would be exceeded; nothing was written.
     #[error("{0}")]
     Limit(String),
+    /// The database cannot be reached (or is too busy) now; nothing was written. It may answer again soon.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError::Other(e.into())
+        if unavailable(&e) { StoreError::Unavailable(e.to_string()) } else { StoreError::Other(e.into()) }
+    }
+}
+
+/// Whether an error says the database is out of reach for now (rather than that the request was wrong): the
+/// connection failed or was lost, no connection came within the pool's timeout, PostgreSQL is shutting down,
+/// starting or out of connections, or SQLite stayed locked beyond its busy timeout. In a transaction that
+/// failed so, nothing was committed.
+fn unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            // PostgreSQL: connection exceptions (08…), shutdown and start-up (57P01–57P03), too many
+            // connections (53300). SQLite: SQLITE_BUSY and its extended codes.
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+                || matches!(&*code, "5" | "261" | "517" | "773")
+        }
+        _ => false,
     }
 }
 
@@ -300,6 +364,11 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// Which database: `sqlite` or `postgres`.
+    fn kind(&self) -> &'static str;
+    /// Answers when the database does (for readiness checks).
+    async fn ping(&self) -> StoreResult<()>;
+
     async fn customer_count(&self) -> StoreResult<u64>;
     /// Creates a customer and its first users in one transaction: all of them or nothing. The audit record is
     /// written under the new customer (its `customer_id` is ignored).
@@ -541,6 +610,19 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes sessions idle since before `idle_before_ms` or created before `created_before_ms`, each with a
     /// `session.expire` record by the system at `now_ms`.
     async fn purge_sessions(&self, idle_before_ms: i64, created_before_ms: i64, now_ms: i64) -> StoreResult<u64>;
+
+    /// Login throttling (see [`crate::throttle`]): decides on an attempt from the counts of its keys and, when
+    /// it may go on, counts it as pending and makes it the keys' latest activity, in one step.
+    async fn reserve_login(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision>;
+    /// Settles an attempt counted by [`Store::reserve_login`]: a failure is counted on each key (returning the
+    /// locks it brings about, each reported once per window), a success clears the username's failures (from
+    /// this address and from anywhere), a released attempt is only taken back.
+    async fn settle_login(&self, now_ms: i64, key: &LoginKey, outcome: Outcome) -> StoreResult<Vec<Lockout>>;
+    /// Forgets counts whose window has passed and pending attempts that expired; returns how many.
+    async fn prune_logins(&self, now_ms: i64) -> StoreResult<u64>;
+    /// Takes a token from the customer's purge bucket (see [`crate::throttle::purge`]); when there is none, the
+    /// milliseconds until there will be.
+    async fn take_purge_token(&self, customer: CustomerId, now_ms: i64) -> StoreResult<Result<(), i64>>;
 
     /// Writes an audit record of something that changes nothing else (a failed login, a lockout).
     async fn record_audit(&self, event: &AuditEvent) -> StoreResult<()>;
