@@ -162,31 +162,6 @@ pub fn content_security_policy(static_dir: &std::path::Path) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn api_paths_are_customer_then_version() {
-        assert!(is_api_path("/demo/v1"));
-        assert!(is_api_path("/demo/v1/sessions"));
-        assert!(is_api_path("/demo/v2/sessions"));
-        assert!(!is_api_path("/demo/users"));
-        assert!(!is_api_path("/login"));
-        assert!(!is_api_path("/"));
-        assert!(!is_api_path("/demo/v"));
-        assert!(!is_api_path("/demo/vx/a"));
-    }
-
-    #[test]
-    fn session_ids_and_reset_tokens_are_not_logged() {
-        assert_eq!(redact_path("/demo/v1/sessions/abc123"), "/demo/v1/sessions/***");
-        assert_eq!(redact_path("/demo/v1/sessions/current"), "/demo/v1/sessions/current");
-        assert_eq!(redact_path("/demo/v1/password-resets/tok"), "/demo/v1/password-resets/***");
-        assert_eq!(redact_path("/demo/v1/users/u1"), "/demo/v1/users/u1");
-    }
-}
-
 /// How long a readiness check waits for each dependency.
 const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -214,4 +189,29 @@ pub async fn readiness(State(state): State<AppState>) -> Response {
     }
     let body = edge_api::ErrorBody::new("not_ready", "This server cannot serve requests now.").with_details(problems);
     (StatusCode::SERVICE_UNAVAILABLE, no_store, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_paths_are_customer_then_version() {
+        assert!(is_api_path("/demo/v1"));
+        assert!(is_api_path("/demo/v1/sessions"));
+        assert!(is_api_path("/demo/v2/sessions"));
+        assert!(!is_api_path("/demo/users"));
+        assert!(!is_api_path("/login"));
+        assert!(!is_api_path("/"));
+        assert!(!is_api_path("/demo/v"));
+        assert!(!is_api_path("/demo/vx/a"));
+    }
+
+    #[test]
+    fn session_ids_and_reset_tokens_are_not_logged() {
+        assert_eq!(redact_path("/demo/v1/sessions/abc123"), "/demo/v1/sessions/***");
+        assert_eq!(redact_path("/demo/v1/sessions/current"), "/demo/v1/sessions/current");
+        assert_eq!(redact_path("/demo/v1/password-resets/tok"), "/demo/v1/password-resets/***");
+        assert_eq!(redact_path("/demo/v1/users/u1"), "/demo/v1/users/u1");
+    }
 }
