@@ -155,6 +155,11 @@ impl From<crate::store::StoreError> for AppError {
                 message: "This would leave the account without an enabled administrator.".into(),
             },
             StoreError::Limit(message) => AppError::BadRequest { kind: "limit_exceeded", message, details: vec![] },
+            StoreError::Invalid(message) => AppError::BadRequest {
+                kind: "invalid_text",
+                message: format!("The request holds text the server cannot store: {message}."),
+                details: vec![],
+            },
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "the database is unavailable");
                 AppError::database_unavailable()

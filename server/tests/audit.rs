@@ -7,6 +7,7 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::*;
 use edge_server::otp::{code_at, step_of};
+use edge_server::store::db::query;
 use serde_json::{Value, json};
 
 /// The audit records at `query` (read by alice), and their total.
@@ -355,15 +356,19 @@ async fn a_change_whose_record_cannot_be_written_is_not_made() {
         .await;
     let list = reply.body["uri"].as_str().unwrap().to_string();
 
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", app.dir.path().join("data/edge.db").display()))
-        .await
-        .unwrap();
-    sqlx::query(
-        "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END",
-    )
-    .execute(&db)
-    .await
-    .unwrap();
+    let db = app.raw_db().await;
+    let refuse = if app.on_postgres() {
+        vec![
+            "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$",
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit()",
+        ]
+    } else {
+        vec!["CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END"]
+    };
+    for statement in refuse {
+        query(statement).execute(&db).await.unwrap();
+    }
     let snapshot = || async {
         let mut counts = Vec::new();
         for table in [
@@ -377,16 +382,14 @@ async fn a_change_whose_record_cannot_be_written_is_not_made() {
             "otp_seeds",
             "password_resets",
         ] {
-            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&db).await.unwrap();
+            let n: i64 = query(format!("SELECT COUNT(*) FROM {table}")).scalar(&db).await.unwrap();
             counts.push((table, n));
         }
-        let account: String = sqlx::query_scalar("SELECT display_name || timezone FROM customers WHERE name = 'acme'")
-            .fetch_one(&db)
-            .await
-            .unwrap();
-        let bob_row: String = sqlx::query_scalar("SELECT full_name || role || password_hash FROM users WHERE id = ?")
+        let account: String =
+            query("SELECT display_name || timezone FROM customers WHERE name = 'acme'").scalar(&db).await.unwrap();
+        let bob_row: String = query("SELECT full_name || role || password_hash FROM users WHERE id = $1")
             .bind(&bob)
-            .fetch_one(&db)
+            .scalar(&db)
             .await
             .unwrap();
         (counts, account, bob_row)
@@ -447,7 +450,8 @@ async fn a_change_whose_record_cannot_be_written_is_not_made() {
     // The session is still there and works; with the log writable again, changes go through.
     let reply = app.send(req(Method::GET, &user_uri).cookie(&session).done()).await;
     assert_eq!(reply.status, StatusCode::OK);
-    sqlx::query("DROP TRIGGER refuse_audit").execute(&db).await.unwrap();
+    let drop = if app.on_postgres() { "DROP TRIGGER refuse_audit ON audit_log" } else { "DROP TRIGGER refuse_audit" };
+    query(drop).execute(&db).await.unwrap();
     let reply = app.send(alice(Method::PUT, &user_uri).json(&json!({"full_name": "Robert"})).done()).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(one(&app, "user.update").await["details"], json!({"full_name": "Robert"}));

@@ -1,4 +1,7 @@
-//! The `edge-server` command line: `customer add` and `serve --demo`, run as a real process.
+//! The `edge-server` command line: `customer add`, `ingest` and `serve --demo`, run as a real process — on a
+//! data dir alone, or with `--database-url` (as `$EDGE_DATABASE_URL`) when the suite runs on PostgreSQL.
+
+mod common;
 
 use std::{
     io::{BufRead, BufReader},
@@ -8,10 +11,48 @@ use std::{
 const BIN: &str = env!("CARGO_BIN_EXE_edge-server");
 const PASSWORD: &str = "a-long-enough-password";
 
-fn customer_add(data_dir: &std::path::Path, name: &str, admin: &str) -> std::process::Output {
-    Command::new(BIN)
-        .args(["customer", "add", name, "--admin", admin, "--data-dir"])
-        .arg(data_dir)
+/// Where a test's server keeps its state: a data dir, and its own PostgreSQL schema on a PostgreSQL run.
+struct Place {
+    dir: tempfile::TempDir,
+    database_url: Option<String>,
+}
+
+impl Place {
+    fn new() -> Place {
+        let database_url = common::test_database_url().map(|url| {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(common::fresh_schema(&url))
+        });
+        Place { dir: tempfile::tempdir().unwrap(), database_url }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// `edge-server ARGS --data-dir DIR`, with the database URL in the environment.
+    fn edge(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).arg("--data-dir").arg(self.dir.path());
+        match &self.database_url {
+            Some(url) => cmd.env("EDGE_DATABASE_URL", url),
+            None => cmd.env_remove("EDGE_DATABASE_URL"),
+        };
+        cmd
+    }
+
+    /// Where `customer add` says it created the customer.
+    fn store(&self) -> String {
+        match &self.database_url {
+            Some(url) => edge_server::store::postgres::redact(url),
+            None => self.dir.path().display().to_string(),
+        }
+    }
+}
+
+fn customer_add(place: &Place, name: &str, admin: &str) -> std::process::Output {
+    place
+        .edge(&["customer", "add", name, "--admin", admin])
         .env("EDGE_ADMIN_PASSWORD", PASSWORD)
         .stdin(Stdio::null())
         .output()
@@ -20,27 +61,26 @@ fn customer_add(data_dir: &std::path::Path, name: &str, admin: &str) -> std::pro
 
 #[test]
 fn customer_add_creates_a_tenant_once_and_refuses_an_existing_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = customer_add(dir.path(), "acme", "root");
+    let dir = Place::new();
+    let out = customer_add(&dir, "acme", "root");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("Created customer `acme` with administrator `root` in {}", dir.path().display())
+        format!("Created customer `acme` with administrator `root` in {}", dir.store())
     );
-    let again = customer_add(dir.path(), "acme", "other");
+    let again = customer_add(&dir, "acme", "other");
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("customer \"acme\" already exists"));
 }
 
 #[test]
 fn customer_add_refuses_bad_names_and_weak_passwords() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = customer_add(dir.path(), "Not Valid", "root");
+    let dir = Place::new();
+    let out = customer_add(&dir, "Not Valid", "root");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid customer name"));
-    let out = Command::new(BIN)
-        .args(["customer", "add", "acme", "--admin", "root", "--data-dir"])
-        .arg(dir.path())
+    let out = dir
+        .edge(&["customer", "add", "acme", "--admin", "root"])
         .env("EDGE_ADMIN_PASSWORD", "short")
         .stdin(Stdio::null())
         .output()
@@ -51,10 +91,9 @@ fn customer_add_refuses_bad_names_and_weak_passwords() {
 
 #[test]
 fn customer_add_without_a_password_and_without_a_terminal_says_how_to_give_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["customer", "add", "acme", "--admin", "root", "--data-dir"])
-        .arg(dir.path())
+    let dir = Place::new();
+    let out = dir
+        .edge(&["customer", "add", "acme", "--admin", "root"])
         .env_remove("EDGE_ADMIN_PASSWORD")
         .stdin(Stdio::null())
         .output()
@@ -64,20 +103,9 @@ fn customer_add_without_a_password_and_without_a_terminal_says_how_to_give_one()
 }
 
 /// Starts `serve --demo` on a free port, returns its first stdout lines, then stops it with SIGTERM.
-fn serve_demo_output(data_dir: &std::path::Path) -> (Vec<String>, std::process::ExitStatus) {
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--demo",
-            "--demo-days",
-            "1",
-            "--listen",
-            "127.0.0.1:0",
-            "--static-dir",
-            "/nonexistent",
-            "--data-dir",
-        ])
-        .arg(data_dir)
+fn serve_demo_output(place: &Place) -> (Vec<String>, std::process::ExitStatus) {
+    let mut child = place
+        .edge(&["serve", "--demo", "--demo-days", "1", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent"])
         .env("EDGE_DEMO_PASSWORD", PASSWORD)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -94,8 +122,8 @@ fn serve_demo_output(data_dir: &std::path::Path) -> (Vec<String>, std::process::
 
 #[test]
 fn serve_demo_seeds_an_empty_data_dir_only_and_stops_cleanly_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let (lines, status) = serve_demo_output(dir.path());
+    let dir = Place::new();
+    let (lines, status) = serve_demo_output(&dir);
     assert!(lines[0].starts_with("Edge Console: http://127.0.0.1:"), "{lines:?}");
     assert_eq!(
         lines[1],
@@ -103,44 +131,35 @@ fn serve_demo_seeds_an_empty_data_dir_only_and_stops_cleanly_on_sigterm() {
     );
     assert!(status.success(), "graceful shutdown exits 0: {status}");
 
-    let (lines, _) = serve_demo_output(dir.path());
-    assert!(lines[1].starts_with("The data dir already holds data"), "{lines:?}");
+    let (lines, _) = serve_demo_output(&dir);
+    let held =
+        if dir.database_url.is_some() { "The database already holds data" } else { "The data dir already holds data" };
+    assert!(lines[1].starts_with(held), "{lines:?}");
 }
 
 #[test]
 fn ingest_loads_ndjson_files_reporting_bad_lines_by_file_and_number() {
-    let dir = tempfile::tempdir().unwrap();
-    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
     let file = dir.path().join("logs.ndjson");
     let good = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
     std::fs::write(&file, format!("{good}\n{{\"timestamp\":1}}\n{good}\n")).unwrap();
-    let out = Command::new(BIN)
-        .args(["ingest", "--kind", "accesslogs", "--customer", "acme", "--data-dir"])
-        .arg(dir.path())
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = dir.edge(&["ingest", "--kind", "accesslogs", "--customer", "acme"]).arg(&file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("Ingested 2 records into acme; 1 lines rejected ("), "{stdout}");
     assert!(stdout.trim_end().ends_with(" records/s)"), "{stdout}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("{}:2: ", file.display())), "{err}");
-    let out = Command::new(BIN)
-        .args(["ingest", "--kind", "accesslogs", "--customer", "nobody", "--data-dir"])
-        .arg(dir.path())
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = dir.edge(&["ingest", "--kind", "accesslogs", "--customer", "nobody"]).arg(&file).output().unwrap();
     assert!(!out.status.success());
 }
 
 /// `serve` on a free port with its stderr collected: the child, its address, and a thread that returns the
 /// stderr once the process ends. None when the server stopped before it listened.
-fn serve(data_dir: &std::path::Path) -> (std::process::Child, Option<String>, std::thread::JoinHandle<String>) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent", "--data-dir"])
-        .arg(data_dir)
+fn serve(place: &Place) -> (std::process::Child, Option<String>, std::thread::JoinHandle<String>) {
+    let mut child = place
+        .edge(&["serve", "--listen", "127.0.0.1:0", "--static-dir", "/nonexistent"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -165,11 +184,11 @@ fn fnv64(bytes: &[u8]) -> u64 {
 #[test]
 fn a_logged_batch_that_cannot_be_applied_is_skipped_and_reported_and_the_server_starts() {
     use base64::Engine;
-    let dir = tempfile::tempdir().unwrap();
-    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
     let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("root:{PASSWORD}")));
     // One batch through the running server, killed before it writes a snapshot: the batch is only in the log.
-    let (mut child, base, _) = serve(dir.path());
+    let (mut child, base, _) = serve(&dir);
     let base = base.expect("the server listens");
     let record = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/","hits":2}"#;
     let reply = ureq::post(&format!("{base}/acme/v1/ingest/accesslogs"))
@@ -200,7 +219,7 @@ fn a_logged_batch_that_cannot_be_applied_is_skipped_and_reported_and_the_server_
     std::fs::write(&wal, [good, bad.clone(), again].concat()).unwrap();
 
     // It used to refuse to start; now it skips batch 2, reports it, keeps it aside, and applies batch 3.
-    let (mut child, base, errors) = serve(dir.path());
+    let (mut child, base, errors) = serve(&dir);
     let Some(base) = base else {
         panic!("the server did not start: {}", errors.join().unwrap());
     };
@@ -223,8 +242,8 @@ fn a_logged_batch_that_cannot_be_applied_is_skipped_and_reported_and_the_server_
 #[test]
 fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal() {
     use std::io::Write;
-    let dir = tempfile::tempdir().unwrap();
-    assert!(customer_add(dir.path(), "acme", "root").status.success());
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
     let line = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
     let text = format!("{}\n", [line; 30_000].join("\n"));
     let gz = dir.path().join("logs.ndjson.gz");
@@ -233,12 +252,7 @@ fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal()
     std::fs::write(&gz, e.finish().unwrap()).unwrap();
     let zst = dir.path().join("logs.ndjson.zst");
     std::fs::write(&zst, zstd::encode_all(text.as_bytes(), 3).unwrap()).unwrap();
-    let out = Command::new(BIN)
-        .args(["ingest", "--kind", "accesslogs", "--customer", "acme", "--data-dir"])
-        .arg(dir.path())
-        .args([&gz, &zst])
-        .output()
-        .unwrap();
+    let out = dir.edge(&["ingest", "--kind", "accesslogs", "--customer", "acme"]).args([&gz, &zst]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.starts_with("Ingested 60000 records into acme; 0 lines rejected"), "{stdout}");
@@ -250,7 +264,12 @@ fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal()
             dir.path().display(),
             gz.display()
         );
-        let out = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+        let mut script = Command::new("script");
+        match &dir.database_url {
+            Some(url) => script.env("EDGE_DATABASE_URL", url),
+            None => script.env_remove("EDGE_DATABASE_URL"),
+        };
+        let out = script.args(["-qec", &command, "/dev/null"]).output().unwrap();
         let screen = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{screen}");
         assert!(screen.contains("30000 records, "), "{screen}");

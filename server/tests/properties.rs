@@ -5,6 +5,7 @@ mod common;
 
 use axum::http::{Method, StatusCode, header};
 use common::*;
+use edge_server::store::db::query;
 use serde_json::{Value, json};
 
 const URI: &str = "/acme/v1/properties/shop/config";
@@ -367,16 +368,12 @@ async fn versions_stored_before_the_node_registry_can_be_rolled_back_to() {
     let reply = app.send(put(Some(reply.body["etag"].as_str().unwrap()), &config, "3")).await;
     let etag = reply.body["etag"].as_str().unwrap().to_string();
 
-    // As the data dir was before the registry: no table, its migration not applied.
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", app.dir.path().join("data/edge.db").display()))
-        .await
-        .unwrap();
-    sqlx::query("DROP TABLE property_nodes").execute(&db).await.unwrap();
-    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 4").execute(&db).await.unwrap();
-    let mut settings = edge_server::Settings::new(app.dir.path().join("data"), app.dir.path().join("dist"));
-    settings.login_slowdown = std::time::Duration::from_millis(1);
-    let restarted =
-        edge_server::AppState::open_with_clock(settings, std::sync::Arc::new(app.clock.clone())).await.unwrap();
+    // As the store was before the registry: no table, its migration not applied (each store's migration
+    // fills it from the history with its own JSON functions).
+    let db = app.raw_db().await;
+    query("DROP TABLE property_nodes").execute(&db).await.unwrap();
+    query("DELETE FROM _sqlx_migrations WHERE version = 4").execute(&db).await.unwrap();
+    let restarted = app.restarted().await;
     let router = edge_server::app(restarted);
     use tower::ServiceExt;
     let v2 = app.send(req(Method::GET, &format!("{URI}/versions/2")).basic("alice", PASSWORD).done()).await;

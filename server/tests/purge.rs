@@ -76,10 +76,7 @@ async fn transactions_survive_a_restart() {
     let app = setup().await;
     let reply = app.send(post(&purge_body(json!([exact("www.shop.example/a")])))).await;
     let id = reply.body["transaction_id"].as_i64().unwrap();
-    let mut settings = edge_server::Settings::new(app.dir.path().join("data"), app.dir.path().join("dist"));
-    settings.login_slowdown = std::time::Duration::from_millis(1);
-    let restarted =
-        edge_server::AppState::open_with_clock(settings, std::sync::Arc::new(app.clock.clone())).await.unwrap();
+    let restarted = app.restarted().await;
     let router = edge_server::app(restarted);
     use tower::ServiceExt;
     app.advance(20_000);

@@ -152,14 +152,26 @@ where
     })
 }
 
+/// Text with the NUL character, which PostgreSQL cannot store: refused by both databases alike, before the
+/// query runs (see [`crate::store::StoreError::Invalid`]).
+#[derive(Debug, thiserror::Error)]
+#[error("text may not contain the NUL character (U+0000)")]
+pub struct NulInText;
+
 impl Query {
     pub fn bind(mut self, value: impl Into<Value>) -> Self {
         self.args.push(value.into());
         self
     }
 
+    fn check(&self) -> Result<(), sqlx::Error> {
+        let nul = self.args.iter().any(|a| matches!(a, Value::Text(Some(t)) if t.contains('\0')));
+        if nul { Err(sqlx::Error::Encode(Box::new(NulInText))) } else { Ok(()) }
+    }
+
     /// Runs a statement; returns how many rows it changed.
     pub async fn execute<'a>(self, on: impl Into<On<'a>>) -> Result<u64, sqlx::Error> {
+        self.check()?;
         let (sql, args) = (&*self.sql, &self.args[..]);
         Ok(match on.into() {
             On::Pool(Db::Sqlite(p)) => bind::<Sqlite>(sql, args).execute(p).await?.rows_affected(),
@@ -170,6 +182,7 @@ impl Query {
     }
 
     pub async fn fetch_all<'a>(self, on: impl Into<On<'a>>) -> Result<Vec<Row>, sqlx::Error> {
+        self.check()?;
         let (sql, args) = (&*self.sql, &self.args[..]);
         Ok(match on.into() {
             On::Pool(Db::Sqlite(p)) => bind(sql, args).fetch_all(p).await?.into_iter().map(Row::Sqlite).collect(),
@@ -182,6 +195,7 @@ impl Query {
     }
 
     pub async fn fetch_optional<'a>(self, on: impl Into<On<'a>>) -> Result<Option<Row>, sqlx::Error> {
+        self.check()?;
         let (sql, args) = (&*self.sql, &self.args[..]);
         Ok(match on.into() {
             On::Pool(Db::Sqlite(p)) => bind(sql, args).fetch_optional(p).await?.map(Row::Sqlite),

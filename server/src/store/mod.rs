@@ -323,6 +323,9 @@ pub enum StoreError {
     /// A limit would be exceeded; nothing was written.
     #[error("{0}")]
     Limit(String),
+    /// A value the store cannot hold (text with the NUL character); nothing was written.
+    #[error("{0}")]
+    Invalid(String),
     /// The database cannot be reached (or is too busy) now; nothing was written. It may answer again soon.
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
@@ -332,7 +335,11 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        if unavailable(&e) { StoreError::Unavailable(e.to_string()) } else { StoreError::Other(e.into()) }
+        match e {
+            sqlx::Error::Encode(cause) if cause.is::<db::NulInText>() => StoreError::Invalid(cause.to_string()),
+            e if unavailable(&e) => StoreError::Unavailable(e.to_string()),
+            e => StoreError::Other(e.into()),
+        }
     }
 }
 

@@ -1,4 +1,6 @@
 //! Test helpers: a fresh app over a temporary data dir with a manual clock, and requests through the real router.
+//! The store is SQLite in the data dir, or — when `$EDGE_TEST_DATABASE_URL` names a PostgreSQL database, as
+//! `cargo xtask test` does for its second run of these suites — a schema of its own in that database.
 
 #![allow(dead_code)]
 
@@ -51,6 +53,9 @@ impl TestApp {
         let mut settings = Settings::new(dir.path().join("data"), static_dir);
         settings.login_slowdown = std::time::Duration::from_millis(1);
         settings.public_url = "https://console.example".into();
+        if let Some(url) = test_database_url() {
+            settings.database_url = Some(fresh_schema(&url).await);
+        }
         configure(&mut settings);
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
         admin::add_customer(&state, "acme", "alice", PASSWORD).await.expect("acme");
@@ -112,6 +117,63 @@ impl TestApp {
         assert_eq!(reply.status, StatusCode::CREATED, "login failed: {:?}", reply.body);
         reply.body["id"].as_str().expect("session id").to_string()
     }
+}
+
+impl TestApp {
+    /// The app's state opened again over the same store and data dir, as after a restart.
+    pub async fn restarted(&self) -> AppState {
+        let settings = self.state.settings.as_ref().clone();
+        AppState::open_with_clock(settings, Arc::new(self.clock.clone())).await.expect("state")
+    }
+
+    /// A pool of connections to the app's database, for tests that reach under the store.
+    pub async fn raw_db(&self) -> edge_server::store::db::Db {
+        use edge_server::store::db::Db;
+        match &self.state.settings.database_url {
+            Some(url) => Db::Postgres(sqlx::PgPool::connect(url).await.expect("database")),
+            None => {
+                let path = self.state.settings.data_dir.join("edge.db");
+                Db::Sqlite(sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.expect("database"))
+            }
+        }
+    }
+
+    /// Whether the app's store is PostgreSQL.
+    pub fn on_postgres(&self) -> bool {
+        self.state.settings.database_url.is_some()
+    }
+}
+
+/// The PostgreSQL database the router suites run against: `$EDGE_TEST_DATABASE_URL`, set by `cargo xtask test`
+/// for their second run (it starts one throwaway cluster for the run); None: SQLite.
+pub fn test_database_url() -> Option<String> {
+    std::env::var("EDGE_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())
+}
+
+/// A PostgreSQL database for tests that always need one: `$EDGE_TEST_DATABASE_URL`, or a throwaway cluster of
+/// this test process (stopped and removed when the process ends).
+pub fn postgres_url() -> String {
+    static OWN: std::sync::OnceLock<(edge_cluster::Postgres, String)> = std::sync::OnceLock::new();
+    if let Some(url) = test_database_url() {
+        return url;
+    }
+    OWN.get_or_init(|| {
+        let pg = edge_cluster::Postgres::throwaway().expect("a throwaway PostgreSQL cluster");
+        let url = pg.url("postgres");
+        (pg, url)
+    })
+    .1
+    .clone()
+}
+
+/// A new, empty schema in the database at `url`; the URL whose connections use it (and nothing else).
+pub async fn fresh_schema(url: &str) -> String {
+    use sqlx::Connection;
+    let schema = format!("t_{}", edge_server::admin::new_id());
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connecting to the test database");
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&mut conn).await.expect("creating a schema");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }
 
 /// A request under construction.
