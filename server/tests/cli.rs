@@ -19,9 +19,9 @@ struct Place {
 
 impl Place {
     fn new() -> Place {
-        let database_url = common::test_database_url().map(|url| {
+        let database_url = common::on_postgres().then(|| {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(common::fresh_schema(&url))
+            runtime.block_on(common::fresh_schema(&common::postgres_url()))
         });
         Place { dir: tempfile::tempdir().unwrap(), database_url }
     }

@@ -1,6 +1,6 @@
 //! Test helpers: a fresh app over a temporary data dir with a manual clock, and requests through the real router.
-//! The store is SQLite in the data dir, or — when `$EDGE_TEST_DATABASE_URL` names a PostgreSQL database, as
-//! `cargo xtask test` does for its second run of these suites — a schema of its own in that database.
+//! The store is SQLite in the data dir, or — with `EDGE_TEST_STORE=postgres`, as `cargo xtask test` sets for its
+//! second run of these suites — a PostgreSQL schema of its own (see [`postgres_url`]).
 
 #![allow(dead_code)]
 
@@ -53,8 +53,8 @@ impl TestApp {
         let mut settings = Settings::new(dir.path().join("data"), static_dir);
         settings.login_slowdown = std::time::Duration::from_millis(1);
         settings.public_url = "https://console.example".into();
-        if let Some(url) = test_database_url() {
-            settings.database_url = Some(fresh_schema(&url).await);
+        if on_postgres() {
+            settings.database_url = Some(fresh_schema(&postgres_url()).await);
         }
         configure(&mut settings);
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
@@ -144,17 +144,17 @@ impl TestApp {
     }
 }
 
-/// The PostgreSQL database the router suites run against: `$EDGE_TEST_DATABASE_URL`, set by `cargo xtask test`
-/// for their second run (it starts one throwaway cluster for the run); None: SQLite.
-pub fn test_database_url() -> Option<String> {
-    std::env::var("EDGE_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty())
+/// Whether the router suites run on PostgreSQL (`EDGE_TEST_STORE=postgres`) rather than SQLite.
+pub fn on_postgres() -> bool {
+    std::env::var("EDGE_TEST_STORE").is_ok_and(|s| s == "postgres")
 }
 
-/// A PostgreSQL database for tests that always need one: `$EDGE_TEST_DATABASE_URL`, or a throwaway cluster of
-/// this test process (stopped and removed when the process ends).
+/// A PostgreSQL database for the tests: `$EDGE_TEST_POSTGRES_URL` (`cargo xtask test` starts one throwaway
+/// cluster for the whole run), or a throwaway cluster of this test process, stopped and removed when the
+/// process ends.
 pub fn postgres_url() -> String {
     static OWN: std::sync::OnceLock<(edge_cluster::Postgres, String)> = std::sync::OnceLock::new();
-    if let Some(url) = test_database_url() {
+    if let Ok(url) = std::env::var("EDGE_TEST_POSTGRES_URL") {
         return url;
     }
     OWN.get_or_init(|| {
