@@ -22,7 +22,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 pub use balancer::{Balancer, BalancerKind, haproxy_config, nginx_config};
-pub use postgres::{Postgres, Tuning};
+pub use postgres::{Postgres, Tuning, bin_dir as postgres_bin_dir};
 pub use replica::{Replica, ReplicaSpec};
 
 /// A loopback port no one listens on now.

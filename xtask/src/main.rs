@@ -15,7 +15,8 @@ use anyhow::{Context, Result, bail};
 const USAGE: &str = "usage:
   cargo xtask serve [SERVER FLAGS]   build the console (release) and serve it with demo data on http://127.0.0.1:8080
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
-  cargo xtask test                   install what tests need, then run every test (lint, native, wasm, end-to-end)
+  cargo xtask test                   install what tests need, then run every test (lint, native on SQLite and on a
+                                     throwaway PostgreSQL cluster, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask perf-console           load times of the console in headless Chromium through the real server:
                                      login form and login to first chart, on loopback and an emulated
@@ -281,9 +282,10 @@ struct Step {
     summary: Vec<String>,
 }
 
-/// Runs a test command, echoing its output and keeping the runner's `test result:` lines.
+/// Runs a test command, echoing its output and keeping the runner's `test result:` lines and its wall time.
 fn test_step(name: &'static str, cmd: &mut Command) -> Step {
     eprintln!("\nxtask: == {name} ==\nxtask: $ {}", describe(cmd));
+    let started = std::time::Instant::now();
     let mut child = match cmd.stdout(Stdio::piped()).spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -303,11 +305,32 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
         }
     }
     let ok = child.wait().map(|s| s.success()).unwrap_or(false);
+    summary.push(format!("wall time: {} s", started.elapsed().as_secs()));
     Step { name, ok, summary }
+}
+
+/// The router suites that run a second time on PostgreSQL: every test file of the server but those of the
+/// embedded statistics engine and SQLite's file (stats, ingest, durability) and those that run on both stores
+/// by themselves (store_contract, replicas).
+fn router_suites() -> Result<Vec<String>> {
+    const NOT_AGAIN: [&str; 5] = ["stats", "ingest", "durability", "store_contract", "replicas"];
+    let mut suites: Vec<String> = std::fs::read_dir(root().join("server/tests"))?
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let suite = name.strip_suffix(".rs")?.to_string();
+            (!NOT_AGAIN.contains(&suite.as_str())).then_some(suite)
+        })
+        .collect();
+    suites.sort();
+    Ok(suites)
 }
 
 fn test() -> Result<ExitCode> {
     let tools = tools::Tools::ensure(true)?;
+    // One throwaway PostgreSQL cluster for the run (a schema per test); stopped and removed at the end, or by
+    // its watchdog if this process is interrupted.
+    let postgres = edge_cluster::Postgres::throwaway().context("starting a throwaway PostgreSQL cluster")?;
+    let postgres_url = postgres.url("postgres");
     let mut steps = vec![test_step("format", cargo().args(["fmt", "--all", "--check"]))];
     steps.push(test_step(
         "lint (native)",
@@ -329,9 +352,20 @@ fn test() -> Result<ExitCode> {
         ]),
     ));
     steps.push(test_step(
-        "native tests (edge-api, edge-server)",
-        cargo().args(["test", "--locked", "-p", "edge-api", "-p", "edge-server"]),
+        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas)",
+        cargo()
+            .args(["test", "--locked", "-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster"])
+            .env("EDGE_TEST_POSTGRES_URL", &postgres_url),
     ));
+    let mut on_postgres = cargo();
+    on_postgres
+        .args(["test", "--locked", "-p", "edge-server"])
+        .env("EDGE_TEST_STORE", "postgres")
+        .env("EDGE_TEST_POSTGRES_URL", &postgres_url);
+    for suite in router_suites()? {
+        on_postgres.args(["--test", &suite]);
+    }
+    steps.push(test_step("router suites on PostgreSQL (the same test binaries, a schema per test)", &mut on_postgres));
     steps.push(test_step(
         "console tests (wasm-bindgen-test in headless Chromium)",
         tools
@@ -357,6 +391,8 @@ fn test() -> Result<ExitCode> {
             &mut e2e_command(&tools),
         ));
     }
+
+    drop(postgres);
 
     println!("\nxtask: summary");
     for step in &steps {

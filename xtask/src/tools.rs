@@ -1,6 +1,6 @@
 //! The tools the build and the tests need, installed from the package registries only when missing:
 //! the wasm32 target, trunk 0.21, wasm-bindgen-cli at the Cargo.lock version, binaryen 132's wasm-opt (npm),
-//! and for tests Debian's chromium and chromium-driver.
+//! and for tests Debian's chromium and chromium-driver, PostgreSQL and HAProxy (or nginx, when that is there).
 
 use std::{
     ffi::OsString,
@@ -43,6 +43,7 @@ impl Tools {
         if for_tests {
             tools.ensure_chromium()?;
             tools.ensure_npm_package("axe-core", AXE_VERSION)?;
+            ensure_cluster_tools()?;
         }
         Ok(tools)
     }
@@ -139,6 +140,32 @@ impl Tools {
         }
         Ok(())
     }
+}
+
+/// What the replicated mode needs (`cargo xtask test`, `serve --cluster`, `load --cluster`): Debian's
+/// PostgreSQL, and a load balancer — HAProxy, unless HAProxy or nginx is installed.
+pub fn ensure_cluster_tools() -> Result<()> {
+    let mut packages = Vec::new();
+    if edge_cluster::postgres_bin_dir().is_err() {
+        packages.push("postgresql");
+    }
+    if edge_cluster::BalancerKind::find().is_none() {
+        packages.push("haproxy");
+    }
+    if packages.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Debian's {}", packages.join(" and "));
+    let install = || apt_get(&[&["install", "-y", "--no-install-recommends"], &packages[..]].concat());
+    if install().is_err() {
+        apt_get(&["update"])?;
+        install()?;
+    }
+    edge_cluster::postgres_bin_dir()?;
+    if edge_cluster::BalancerKind::find().is_none() {
+        bail!("no load balancer after apt-get install haproxy");
+    }
+    Ok(())
 }
 
 /// Installs `package@version` from npm under target/tools.
