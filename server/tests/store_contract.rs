@@ -76,6 +76,7 @@ contract!(
     network_lists_and_their_limit,
     identity_sources,
     sessions_touched_ended_and_purged,
+    a_users_live_sessions_most_recently_used_first,
     audit_records_filtered_and_pruned,
     login_throttling_counts,
     login_throttling_under_parallel_attempts,
@@ -746,6 +747,33 @@ async fn sessions_touched_ended_and_purged(store: Arc<dyn Store>) {
     assert!(store.delete_session("h1", &event(op::SESSION_DELETE)).await.unwrap());
     assert!(!store.delete_session("h1", &event(op::SESSION_DELETE)).await.unwrap());
     assert_eq!(recorded(store.as_ref(), c.id, op::SESSION_DELETE).await, 1, "nothing recorded for nothing deleted");
+}
+
+async fn a_users_live_sessions_most_recently_used_first(store: Arc<dyn Store>) {
+    let c = acme(store.as_ref()).await;
+    let event = |o| audit(c.id, o, Target::session("h", "alice"));
+    store.create_user(c.id, &user("u-bob", "bob", "viewer"), T0, &event(op::USER_CREATE)).await.unwrap();
+    for (hash, user, at) in [
+        ("h1", "u-alice", T0),
+        ("h2", "u-alice", T0 + 10),
+        ("h3", "u-alice", T0 + 20),
+        ("idle", "u-alice", T0 - 3_600_000),
+        ("old", "u-alice", T0 - 2 * 86_400_000),
+        ("bobs", "u-bob", T0 + 30),
+    ] {
+        store.create_session(&session(hash, c.id, user, at), &event(op::SESSION_CREATE)).await.unwrap();
+    }
+    // `old` was used lately but created too long ago; `idle` not used lately.
+    store.touch_session("old", T0).await.unwrap();
+    store.touch_session("h1", T0 + 100).await.unwrap();
+    let live = |limit| store.user_sessions("u-alice", T0 - 60_000, T0 - 86_400_000, limit);
+    let (sessions, total) = live(2).await.unwrap();
+    let hashes: Vec<&str> = sessions.iter().map(|s| s.token_hash.as_str()).collect();
+    assert_eq!((hashes, total), (vec!["h1", "h3"], 3));
+    assert_eq!(sessions[0], SessionRecord { last_seen_ms: T0 + 100, ..session("h1", c.id, "u-alice", T0) });
+    let (sessions, total) = live(100).await.unwrap();
+    assert_eq!((sessions.len(), total), (3, 3));
+    assert_eq!(store.user_sessions("u-nobody", 0, 0, 10).await.unwrap(), (vec![], 0));
 }
 
 async fn audit_records_filtered_and_pruned(store: Arc<dyn Store>) {
