@@ -136,6 +136,10 @@ struct ServeArgs {
     /// 10.0.0.0/8,::1): only from them is X-Forwarded-For believed about the client's address.
     #[arg(long, env = "EDGE_TRUSTED_PROXIES", default_value = "")]
     trusted_proxies: edge_server::net::TrustedProxies,
+    /// The first wait of a login after repeated failures, in milliseconds; it doubles with each further failure
+    /// (up to 32 times this).
+    #[arg(long, env = "EDGE_LOGIN_SLOWDOWN_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    login_slowdown_ms: u64,
     /// Days the audit log keeps its records.
     #[arg(long, env = "EDGE_AUDIT_RETENTION_DAYS", default_value_t = 400, value_parser = clap::value_parser!(i64).range(1..=36500))]
     audit_retention_days: i64,
@@ -198,6 +202,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.smtp_url = args.smtp_url.clone();
     settings.mail_from = args.mail_from.clone();
     settings.trusted_proxies = args.trusted_proxies.clone();
+    settings.login_slowdown = Duration::from_millis(args.login_slowdown_ms);
     settings.audit_retention_days = args.audit_retention_days;
     settings.task_retention_days = args.task_retention_days;
     if !args.static_dir.join("index.html").is_file() {
