@@ -53,7 +53,7 @@ async fn fixture() -> TestApp {
     )
     .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
-    assert_eq!(reply.body, json!({"accepted": 4, "rejected": []}));
+    assert_eq!(reply.body, json!({"accepted": 4, "rejected": [], "rejected_more": 0}));
     app
 }
 
@@ -424,7 +424,7 @@ async fn security_fixture() -> TestApp {
         ]),
     )
     .await;
-    assert_eq!(reply.body, json!({"accepted": 4, "rejected": []}));
+    assert_eq!(reply.body, json!({"accepted": 4, "rejected": [], "rejected_more": 0}));
     app
 }
 
