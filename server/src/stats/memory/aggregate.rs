@@ -143,6 +143,8 @@ pub(super) struct Input<'a> {
 #[derive(Default)]
 struct Agg {
     buckets: Vec<i64>,
+    /// The distinct values of `buckets`, in order.
+    bucket_list: Vec<i64>,
     cols: Vec<Vec<u32>>,
     /// `metrics` sums a row.
     sums: Vec<u64>,
@@ -151,6 +153,7 @@ struct Agg {
 impl Agg {
     fn clear(&mut self, key_len: usize) {
         self.buckets.clear();
+        self.bucket_list.clear();
         self.sums.clear();
         self.cols.resize_with(key_len, Vec::new);
         self.cols.iter_mut().for_each(Vec::clear);
@@ -232,6 +235,9 @@ pub(super) struct Work {
     /// Per input row: the index of its bucket in `buckets` (u32::MAX: not summed).
     slots: Vec<u32>,
     buckets: Vec<i64>,
+    /// The granularity and records `slots` and `buckets` were computed for from the batch's records, if they
+    /// were (root nodes of one granularity share them).
+    slots_of: Option<(i64, Records)>,
     bucket_slots: FxHashMap<i64, u32>,
     /// Row of each key, by position (keys of few possible values).
     table: Vec<u32>,
@@ -243,18 +249,20 @@ pub(super) struct Work {
     /// Merge: per row of a bucket, (aggregate row, stored row).
     targets: Vec<(u32, u32)>,
     keys128: Vec<u128>,
-    bucket_list: Vec<i64>,
 }
 
-/// How many rows ahead a merge asks for the stored rows it will need.
-const PREFETCH: usize = 8;
+/// How many rows ahead a merge asks for the index slots and the stored rows it will need: far enough to cover
+/// a memory access on a busy machine, whose other processes keep the shared cache full.
+const PREFETCH: usize = 16;
 
 /// Keys with at most this many possible values (or twice the input's rows, if more) are summed in a table.
 const DENSE_KEYS: usize = 4096;
 
 impl Work {
     /// Sums `len` input rows of time or bucket `ts`, key columns `cols` (batch ids below `card`) and sums
-    /// `source` into `out`, by bucket of `step`; only rows that are `wanted`.
+    /// `source` into `out`, by bucket of `step`; only rows that are `wanted`. `records`: the kind of the
+    /// batch's records summed (None when `ts` are not the batch's), so that nodes of the same granularity
+    /// and records find each record's bucket once.
     #[allow(clippy::too_many_arguments)]
     fn sum<S: Source>(
         &mut self,
@@ -265,29 +273,36 @@ impl Work {
         card: &[usize],
         source: S,
         wanted: Option<&[bool]>,
+        records: Option<Records>,
     ) {
         let n = ts.len();
         // Buckets: a batch of logs covers few, in order.
-        self.slots.clear();
-        self.buckets.clear();
-        self.bucket_slots.clear();
-        let mut last = (i64::MIN, u32::MAX);
-        for (i, t) in ts.iter().enumerate() {
-            if wanted.is_some_and(|w| !w[i]) {
-                self.slots.push(u32::MAX);
-                continue;
-            }
-            let bucket = t - t.rem_euclid(step);
-            if bucket != last.0 {
-                let next = self.buckets.len() as u32;
-                let slot = *self.bucket_slots.entry(bucket).or_insert(next);
-                if slot == next {
-                    self.buckets.push(bucket);
+        let tag = records.map(|r| (step, r));
+        if tag.is_none() || tag != self.slots_of {
+            self.slots.clear();
+            self.buckets.clear();
+            self.bucket_slots.clear();
+            let mut last = (i64::MIN, u32::MAX);
+            for (i, t) in ts.iter().enumerate() {
+                if wanted.is_some_and(|w| !w[i]) {
+                    self.slots.push(u32::MAX);
+                    continue;
                 }
-                last = (bucket, slot);
+                let bucket = t - t.rem_euclid(step);
+                if bucket != last.0 {
+                    let next = self.buckets.len() as u32;
+                    let slot = *self.bucket_slots.entry(bucket).or_insert(next);
+                    if slot == next {
+                        self.buckets.push(bucket);
+                    }
+                    last = (bucket, slot);
+                }
+                self.slots.push(last.1);
             }
-            self.slots.push(last.1);
+            self.slots_of = tag;
         }
+        out.bucket_list.extend_from_slice(&self.buckets);
+        out.bucket_list.sort_unstable();
         let product = card.iter().try_fold(1u64, |p, c| p.checked_mul(*c.max(&1) as u64));
         let space = product.and_then(|p| p.checked_mul(self.buckets.len().max(1) as u64)).filter(|s| *s < u64::MAX);
         let position =
@@ -400,6 +415,8 @@ impl Plan {
     ) {
         let n = input.ts.len();
         let m = self.metrics;
+        // Buckets found for the previous batch are not this one's.
+        work.slots_of = None;
         let mut aggs = std::mem::take(&mut work.aggs);
         aggs.resize_with(self.nodes.len(), Default::default);
         if work.zeros.len() < n {
@@ -419,10 +436,19 @@ impl Plan {
                     let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
                     let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| &w[..]);
                     match input.metrics {
-                        Metrics::Columns(c) => {
-                            work.sum(&mut out, node.step, input.ts, &cols, &card, Columns(c), wanted)
+                        Metrics::Columns(c) => work.sum(
+                            &mut out,
+                            node.step,
+                            input.ts,
+                            &cols,
+                            &card,
+                            Columns(c),
+                            wanted,
+                            Some(node.records),
+                        ),
+                        Metrics::Count => {
+                            work.sum(&mut out, node.step, input.ts, &cols, &card, Count, wanted, Some(node.records))
                         }
-                        Metrics::Count => work.sum(&mut out, node.step, input.ts, &cols, &card, Count, wanted),
                     }
                 }
                 Some(p) => {
@@ -438,7 +464,7 @@ impl Plan {
                         .collect();
                     let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
                     let rows = Rows { sums: &pagg.sums, m };
-                    work.sum(&mut out, node.step, &pagg.buckets, &cols, &card, rows, None);
+                    work.sum(&mut out, node.step, &pagg.buckets, &cols, &card, rows, None, None);
                 }
             }
             aggs[i] = out;
@@ -501,15 +527,10 @@ fn merge(
         return;
     }
     let from = kept_from(node.step).unwrap_or(i64::MIN);
-    work.bucket_list.clear();
-    work.bucket_list.extend_from_slice(&agg.buckets);
-    work.bucket_list.sort_unstable();
-    work.bucket_list.dedup();
     let k = node.cols.len();
     let maps: Vec<&[u32]> = target.maps.iter().map(|m| &maps[*m][..]).collect();
-    let single = work.bucket_list.len() == 1;
-    for bi in 0..work.bucket_list.len() {
-        let bucket = work.bucket_list[bi];
+    let single = agg.bucket_list.len() == 1;
+    for &bucket in &agg.bucket_list {
         if bucket < from {
             continue;
         }

@@ -42,9 +42,14 @@ impl Index {
     pub(super) fn prefetch(&self, key: u128) {
         #[cfg(target_arch = "x86_64")]
         {
-            let slot: *const Slot = &self.slots[self.home(key)];
-            // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
+            // The home slot and the next ones, which a probe often reaches (slots straddle cache lines).
+            let home = self.home(key);
+            let next = (home + 2) & (self.slots.len() - 1);
+            for at in [home, next] {
+                let slot: *const Slot = &self.slots[at];
+                // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
+            }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = key;
