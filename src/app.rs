@@ -1,4 +1,5 @@
-//! The root: app-wide providers and the router.
+//! The root: app-wide providers and the router. The login and password-reset pages are the sign-in app's
+//! (`src/signin.rs`): the console goes there by a page load.
 
 use leptos::prelude::*;
 use leptos_router::{
@@ -8,7 +9,7 @@ use leptos_router::{
 
 use crate::{
     components::layout::Layout,
-    pages::{self, login::LoginPage},
+    pages::{self, go_to},
     session::{Auth, remembered_login},
 };
 
@@ -19,8 +20,6 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=pages::NotFound>
                 <Route path=path!("/") view=Home />
-                <Route path=path!("/login") view=LoginPage />
-                <Route path=path!("/reset-password") view=pages::reset::ResetPasswordPage />
                 <ParentRoute path=path!("/:customer") view=Layout>
                     <Route path=path!("") view=StatsRedirect />
                     <Route path=path!(":page") view=pages::Page />
@@ -30,14 +29,17 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// `/`: the last customer's statistics when this browser has logged in before, else the login page.
+/// `/`: the last customer's statistics when this browser has logged in before, else the login page (the
+/// sign-in app's document).
 #[component]
 fn Home() -> impl IntoView {
-    let target = match remembered_login() {
-        Some((customer, _)) => format!("/{customer}/stats"),
-        None => "/login".to_string(),
-    };
-    view! { <Redirect path=target /> }
+    match remembered_login() {
+        Some((customer, _)) => view! { <Redirect path=format!("/{customer}/stats") /> }.into_any(),
+        None => {
+            go_to("/login");
+            ().into_any()
+        }
+    }
 }
 
 #[component]

@@ -1,31 +1,20 @@
 //! The sign-in entry point: the first view a browser loads (`/`, `/login`, `/reset-password`) as its own small
 //! wasm, so that the login form is on screen long before the whole console could be. It holds only the login
-//! and password-reset pages; logging in loads the console, which it has fetched into the cache meanwhile.
+//! and password-reset pages, chosen by the address without a router (the router alone weighs more than both
+//! pages); logging in loads the console, which it has fetched into the cache meanwhile.
 
 use leptos::prelude::*;
-use leptos_router::{
-    components::{Redirect, Route, Router, Routes},
-    path,
-};
 
 use crate::{
-    pages::{self, login::LoginPage, reset::ResetPasswordPage},
+    pages::{login::LoginPage, reset::ResetPasswordPage},
     session::{Auth, remembered_login},
 };
 
-/// Told to the login page through context: the console is another document, reached by a page load.
-#[derive(Clone, Copy)]
-pub struct SignInApp;
-
-/// Goes to `path` of the console: by a page load in the sign-in app, else by the router.
-pub fn open_console(path: &str) -> bool {
-    if use_context::<SignInApp>().is_none() {
-        return false;
-    }
+/// Goes to `path` of the console by a page load (the console is another document).
+pub fn open_console(path: &str) {
     if let Some(w) = web_sys::window() {
         let _ = w.location().replace(path);
     }
-    true
 }
 
 /// Mounts the sign-in app on the page's body.
@@ -38,30 +27,19 @@ pub fn mount() {
 #[component]
 fn SignIn() -> impl IntoView {
     Auth::provide();
-    provide_context(SignInApp);
-    view! {
-        <Router>
-            <Routes fallback=pages::NotFound>
-                <Route path=path!("/") view=Home />
-                <Route path=path!("/login") view=LoginPage />
-                <Route path=path!("/reset-password") view=ResetPasswordPage />
-            </Routes>
-        </Router>
-    }
-}
-
-/// `/`: the last customer's statistics when this browser has logged in before, else the login form.
-#[component]
-fn Home() -> impl IntoView {
-    match remembered_login() {
-        Some((customer, _)) => {
-            open_console(&format!("/{customer}/stats"));
+    let path = web_sys::window().and_then(|w| w.location().pathname().ok()).unwrap_or_default();
+    match path.as_str() {
+        "/reset-password" => view! { <ResetPasswordPage /> }.into_any(),
+        // `/`: the last customer's statistics when this browser has logged in before, else the login form.
+        "/" if remembered_login().is_some() => {
+            if let Some((customer, _)) = remembered_login() {
+                open_console(&format!("/{customer}/stats"));
+            }
             view! { <p class="splash muted">"Opening the console…"</p> }.into_any()
         }
-        None => view! { <Redirect path="/login" /> }.into_any(),
+        _ => view! { <LoginPage /> }.into_any(),
     }
 }
-
 /// Fetches the console's files (named in its index.html) into the browser's cache while the user types, so that
 /// logging in does not wait for them. They are named by content hash and cached for good.
 async fn prefetch_console() {

@@ -30,13 +30,25 @@ impl ApiError {
     }
 
     fn network(e: impl std::fmt::Display) -> Self {
+        let text = e.to_string();
+        if text.contains("AbortError") {
+            return ApiError { status: 0, body: ErrorBody::new(CANCELLED, "The request was cancelled.") };
+        }
         ApiError {
             status: 0,
-            body: ErrorBody::new("network", format!("The server could not be reached ({e}). Check your connection.")),
+            body: ErrorBody::new(
+                "network",
+                format!("The server could not be reached ({text}). Check your connection."),
+            ),
         }
     }
 
-    fn unreadable(status: u16, e: impl std::fmt::Display) -> Self {
+    /// True for a request the console cancelled itself (a superseded read): not a failure to show.
+    pub fn is_cancelled(&self) -> bool {
+        self.body.kind == CANCELLED
+    }
+
+    pub(crate) fn unreadable(status: u16, e: impl std::fmt::Display) -> Self {
         ApiError {
             status,
             body: ErrorBody::new("unreadable_response", format!("The server's answer was unreadable: {e}")),
@@ -53,6 +65,19 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+const CANCELLED: &str = "cancelled";
+
+/// The command that makes a read from a shell: `curl` with the session cookie as a placeholder (the cookie
+/// itself is HttpOnly and never shown), so an administrator can script what the console shows.
+pub fn curl(path_and_query: &str) -> String {
+    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+    format!(
+        "curl -sS --cookie \"{}=$EDGE_SESSION\" '{origin}{}'",
+        edge_api::paths::SESSION_COOKIE,
+        path_and_query.replace('\'', "%27")
+    )
+}
 
 thread_local! {
     static ON_SESSION_LOST: RefCell<Option<Rc<dyn Fn()>>> = const { RefCell::new(None) };
@@ -127,6 +152,11 @@ async fn send(request: impl Into<Sendable>) -> ApiResult<Response> {
 /// A request with a JSON body.
 fn with_json(request: RequestBuilder, body: &impl serde::Serialize) -> ApiResult<gloo_net::http::Request> {
     request.json(body).map_err(ApiError::network)
+}
+
+/// Reads `url` (an address made by one of the `…_url` functions).
+pub async fn get_json<T: DeserializeOwned>(url: &str) -> ApiResult<T> {
+    send_json(gloo_net::http::Request::get(url)).await
 }
 
 async fn send_json<T: DeserializeOwned>(request: impl Into<Sendable>) -> ApiResult<T> {

@@ -1,8 +1,8 @@
 //! Properties, purge, network lists, tasks, the account and the audit log.
 
 use edge_api::{
-    Account, AccountUpdate, AddEntriesResult, AuditPage, EntryInput, EntryPage, Feature, NetworkList, NetworkListPage,
-    NetworkListUpdate, NewNetworkList, PurgeError, PurgeRequest, Task, TaskPage, TransactionStatus, TransactionSummary,
+    Account, AccountUpdate, AddEntriesResult, AuditPage, EntryInput, Feature, NetworkList, NetworkListPage,
+    NetworkListUpdate, NewNetworkList, PurgeError, PurgeRequest, Task, TransactionStatus, TransactionSummary,
     config::{Change, ConfigDocument, ConfigVersion, NewProperty, PropertySummary, UpdatePropertyModel},
 };
 use gloo_net::http::{Request, Response};
@@ -16,15 +16,19 @@ fn url(customer: &str, path: &str) -> String {
 
 // Properties
 
+pub fn properties_url(customer: &str) -> String {
+    url(customer, "/properties")
+}
+
 pub async fn list_properties(customer: &str) -> ApiResult<Vec<PropertySummary>> {
-    send_json(Request::get(&url(customer, "/properties"))).await
+    get_json(&properties_url(customer)).await
 }
 
 pub async fn create_property(customer: &str, property: &NewProperty) -> ApiResult<ConfigDocument> {
     send_json(with_json(Request::post(&url(customer, "/properties")), property)?).await
 }
 
-fn config_url(customer: &str, name: &str) -> String {
+pub fn config_url(customer: &str, name: &str) -> String {
     url(customer, &format!("/properties/{}/config", encode(name)))
 }
 
@@ -83,7 +87,46 @@ async fn purge_json<T: serde::de::DeserializeOwned>(request: impl Into<Sendable>
 /// Submits a purge. The API answers 303 to the transaction's status, which the browser follows: the answer is
 /// that status.
 pub async fn purge(customer: &str, request: &PurgeRequest) -> ApiResult<TransactionStatus> {
-    purge_json(with_json(Request::post(&url(customer, "/cache/purge")), request)?).await
+    match purge_once(customer, request).await {
+        Purged::Done(t) => Ok(t),
+        Purged::Later(_) => Err(ApiError {
+            status: 429,
+            body: ErrorBody::new("purge_429", "At most 2 purge requests per second: try again in a moment."),
+        }),
+        Purged::Failed(e) => Err(e),
+    }
+}
+
+/// What one purge request came to.
+pub enum Purged {
+    Done(TransactionStatus),
+    /// Refused for the rate limit (429): send it again after this many seconds (the answer's Retry-After).
+    Later(u32),
+    Failed(ApiError),
+}
+
+/// Submits a purge once, telling a refusal for the rate limit apart.
+pub async fn purge_once(customer: &str, request: &PurgeRequest) -> Purged {
+    let request = match with_json(Request::post(&url(customer, "/cache/purge")), request) {
+        Ok(r) => r,
+        Err(e) => return Purged::Failed(e),
+    };
+    let response = match send(request).await {
+        Ok(r) => r,
+        Err(e) => return Purged::Failed(e),
+    };
+    let status = response.status();
+    if status == 429 {
+        let wait = response.headers().get("retry-after").and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1);
+        return Purged::Later(wait.clamp(1, 60));
+    }
+    if (200..300).contains(&status) {
+        return match response.json::<TransactionStatus>().await {
+            Ok(t) => Purged::Done(t),
+            Err(e) => Purged::Failed(ApiError::unreadable(status, e)),
+        };
+    }
+    Purged::Failed(purge_error(response).await)
 }
 
 pub async fn transaction(customer: &str, id: i64) -> ApiResult<TransactionStatus> {
@@ -96,6 +139,14 @@ pub async fn recent_purges(customer: &str) -> ApiResult<Vec<TransactionSummary>>
 
 // Network lists
 
+pub fn lists_url(customer: &str, page: u64, count: u64, list_type: Option<&str>, deprecated: bool) -> String {
+    let mut u = url(customer, &format!("/config/networklists?page={page}&count={count}&deprecated={deprecated}"));
+    if let Some(t) = list_type {
+        u.push_str(&format!("&type={t}"));
+    }
+    u
+}
+
 pub async fn list_lists(
     customer: &str,
     page: u64,
@@ -103,11 +154,7 @@ pub async fn list_lists(
     list_type: Option<&str>,
     deprecated: bool,
 ) -> ApiResult<NetworkListPage> {
-    let mut u = url(customer, &format!("/config/networklists?page={page}&count={count}&deprecated={deprecated}"));
-    if let Some(t) = list_type {
-        u.push_str(&format!("&type={t}"));
-    }
-    send_json(Request::get(&u)).await
+    get_json(&lists_url(customer, page, count, list_type, deprecated)).await
 }
 
 fn list_url(customer: &str, id: &str) -> String {
@@ -130,12 +177,12 @@ pub async fn delete_list(customer: &str, id: &str) -> ApiResult<()> {
     send_empty(Request::delete(&list_url(customer, id))).await
 }
 
-pub async fn list_entries(customer: &str, id: &str, page: u64, count: u64, search: &str) -> ApiResult<EntryPage> {
+pub fn entries_url(customer: &str, id: &str, page: u64, count: u64, search: &str) -> String {
     let mut u = format!("{}/entries?page={page}&count={count}", list_url(customer, id));
     if !search.trim().is_empty() {
         u.push_str(&format!("&q={}", encode(search.trim())));
     }
-    send_json(Request::get(&u)).await
+    u
 }
 
 pub async fn add_entries(customer: &str, id: &str, values: &[String]) -> ApiResult<AddEntriesResult> {
@@ -153,21 +200,15 @@ pub async fn clear_entries(customer: &str, id: &str) -> ApiResult<Task> {
 
 // Tasks
 
-pub async fn list_tasks(
-    customer: &str,
-    page: u64,
-    count: u64,
-    status: Option<&str>,
-    operation: Option<&str>,
-) -> ApiResult<TaskPage> {
+pub fn tasks_url(customer: &str, page: u64, count: u64, status: &str, operation: &str) -> String {
     let mut u = url(customer, &format!("/tasks?page={page}&count={count}"));
-    if let Some(s) = status {
-        u.push_str(&format!("&status={s}"));
+    if !status.is_empty() {
+        u.push_str(&format!("&status={}", encode(status)));
     }
-    if let Some(o) = operation {
-        u.push_str(&format!("&operation={}", encode(o)));
+    if !operation.is_empty() {
+        u.push_str(&format!("&operation={}", encode(operation)));
     }
-    send_json(Request::get(&u)).await
+    u
 }
 
 pub async fn get_task(customer: &str, id: &str) -> ApiResult<Task> {

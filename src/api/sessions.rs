@@ -1,7 +1,7 @@
 //! Sessions: log in, find the current session, log out.
 
 use base64::Engine;
-use edge_api::{Session, paths};
+use edge_api::{Session, SessionList, paths};
 use gloo_net::http::Request;
 
 use super::*;
@@ -41,4 +41,14 @@ pub async fn keep_alive(customer: &str, session_id: &str) -> ApiResult<Session> 
 /// Logs out: ends the current session and unsets the cookie.
 pub async fn delete_current_session(customer: &str) -> ApiResult<()> {
     send_empty(Request::delete(&format!("{}/sessions/current", base(customer)))).await
+}
+
+/// The user's own live sessions (references, never ids).
+pub async fn own_sessions(customer: &str) -> ApiResult<SessionList> {
+    get_json(&format!("{}/sessions", base(customer))).await
+}
+
+/// Ends one of the user's own sessions by its reference.
+pub async fn end_own_session(customer: &str, reference: &str) -> ApiResult<()> {
+    send_empty(Request::delete(&format!("{}/sessions/refs/{}", base(customer), encode(reference)))).await
 }

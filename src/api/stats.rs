@@ -7,11 +7,21 @@ use serde_json::Value;
 
 use super::*;
 
-/// Runs a statistics query: `path` under the customer's base (e.g. `/stats/data`), with `params`.
-pub async fn stats(customer: &str, path: &str, params: &[(&str, String)]) -> ApiResult<StatsResponse> {
+/// The address of a statistics query: `path` under the customer's base (e.g. `/stats/data`), with `params`.
+pub fn stats_url(customer: &str, path: &str, params: &[(&str, String)]) -> String {
     let query: Vec<String> =
         params.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", users::encode(v))).collect();
-    send_json(Request::get(&format!("{}{path}?{}", base(customer), query.join("&")))).await
+    format!("{}{path}?{}", base(customer), query.join("&"))
+}
+
+/// Runs a statistics query.
+pub async fn stats(customer: &str, path: &str, params: &[(&str, String)]) -> ApiResult<StatsResponse> {
+    get_stats(&stats_url(customer, path, params), None).await
+}
+
+/// Runs the statistics query at `url` (from [`stats_url`]); `abort` cancels it.
+pub async fn get_stats(url: &str, abort: Option<web_sys::AbortSignal>) -> ApiResult<StatsResponse> {
+    send_json(Request::get(url).abort_signal(abort.as_ref())).await
 }
 
 /// One column of an answer, found by name; reads nothing when the answer lacks it.

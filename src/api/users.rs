@@ -14,12 +14,12 @@ pub fn encode(value: &str) -> String {
     String::from(js_sys::encode_uri_component(value))
 }
 
-pub async fn list_users(customer: &str, page: u64, count: u64, search: &str) -> ApiResult<UserPage> {
+pub fn users_url(customer: &str, page: u64, count: u64, search: &str) -> String {
     let mut url = format!("{}?page={page}&count={count}", users(customer));
     if !search.trim().is_empty() {
         url.push_str(&format!("&q={}", encode(search.trim())));
     }
-    send_json(Request::get(&url)).await
+    url
 }
 
 /// One user (the API wraps it in an envelope).

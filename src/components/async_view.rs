@@ -1,7 +1,7 @@
 //! Reads from the API and how they show: one loading line, one error notice with "Try again", the content.
 //! Every page reads through [`load`] and shows through [`AsyncView`], so the pattern (and its code) exists once.
 
-use std::{future::Future, pin::Pin, sync::Arc};
+use std::{any::Any, future::Future, marker::PhantomData, pin::Pin, sync::Arc};
 
 use leptos::prelude::*;
 
@@ -13,17 +13,57 @@ use crate::{
 /// A read in flight.
 pub type Fetch<T> = Pin<Box<dyn Future<Output = ApiResult<T>>>>;
 
-/// A read from the API that runs again when a signal it reads changes. The fetcher is boxed so that the
-/// resource's machinery exists once per result type, not once per call site.
-pub fn load<T, Fut>(fetch: impl Fn() -> Fut + 'static) -> LocalResource<ApiResult<T>>
-where
-    T: 'static,
-    Fut: Future<Output = ApiResult<T>> + 'static,
-{
-    resource(Box::new(move || Box::pin(fetch())))
+/// An answer, its type erased: every read shares one resource type, so the reactive machinery behind reads
+/// (and the views of their states) exists once in the console instead of once per answer type.
+type Shared = Arc<dyn Any + Send + Sync>;
+
+/// A read from the API that runs again when a signal it reads changes.
+pub struct Load<T> {
+    inner: LocalResource<ApiResult<Shared>>,
+    _t: PhantomData<fn() -> T>,
 }
 
-fn resource<T: 'static>(fetch: Box<dyn Fn() -> Fetch<T>>) -> LocalResource<ApiResult<T>> {
+impl<T> Clone for Load<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Load<T> {}
+
+impl<T: Clone + 'static> Load<T> {
+    /// The answer, tracked: `None` until the first one.
+    pub fn get(&self) -> Option<ApiResult<T>> {
+        self.inner.get().map(typed)
+    }
+
+    pub fn get_untracked(&self) -> Option<ApiResult<T>> {
+        self.inner.get_untracked().map(typed)
+    }
+
+    pub fn refetch(&self) {
+        self.inner.refetch()
+    }
+}
+
+fn typed<T: Clone + 'static>(r: ApiResult<Shared>) -> ApiResult<T> {
+    r.and_then(|a| a.downcast_ref::<T>().cloned().ok_or_else(|| ApiError::unreadable(0, "an answer of another type")))
+}
+
+/// A read from the API that runs again when a signal it reads changes.
+pub fn load<T, Fut>(fetch: impl Fn() -> Fut + 'static) -> Load<T>
+where
+    T: Send + Sync + 'static,
+    Fut: Future<Output = ApiResult<T>> + 'static,
+{
+    let inner = resource(Box::new(move || {
+        let f = fetch();
+        Box::pin(async move { f.await.map(|t| Arc::new(t) as Shared) })
+    }));
+    Load { inner, _t: PhantomData }
+}
+
+fn resource(fetch: Box<dyn Fn() -> Fetch<Shared>>) -> LocalResource<ApiResult<Shared>> {
     LocalResource::new(fetch)
 }
 
@@ -31,7 +71,7 @@ fn resource<T: 'static>(fetch: Box<dyn Fn() -> Fetch<T>>) -> LocalResource<ApiRe
 /// of the answer. While a newer answer loads the previous one stays, as with `<Transition>`.
 #[component]
 pub fn AsyncView<T, F, IV>(
-    resource: LocalResource<ApiResult<T>>,
+    resource: Load<T>,
     /// The loading line, e.g. "Loading users…".
     #[prop(optional)]
     loading: Option<&'static str>,
@@ -42,19 +82,25 @@ where
     F: Fn(T) -> IV + Send + Sync + 'static,
     IV: IntoView + 'static,
 {
-    show(resource, loading.unwrap_or("Loading…"), Arc::new(move |t| children(t).into_any()))
+    let children: Arc<dyn Fn(&Shared) -> AnyView + Send + Sync> = Arc::new(move |a| match a.downcast_ref::<T>() {
+        Some(t) => children(t.clone()).into_any(),
+        None => ().into_any(),
+    });
+    show(resource.inner, loading.unwrap_or("Loading…"), children)
 }
 
-fn show<T: Clone + Send + Sync + 'static>(
-    resource: LocalResource<ApiResult<T>>,
+fn show(
+    resource: LocalResource<ApiResult<Shared>>,
     loading: &'static str,
-    children: Arc<dyn Fn(T) -> AnyView + Send + Sync>,
+    children: Arc<dyn Fn(&Shared) -> AnyView + Send + Sync>,
 ) -> AnyView {
     let retry = Callback::new(move |()| resource.refetch());
     (move || match resource.get() {
         None => loading_view(loading),
+        // A superseded read, cancelled: its successor is on its way.
+        Some(Err(error)) if error.is_cancelled() => loading_view(loading),
         Some(Err(error)) => error_view(error, retry),
-        Some(Ok(value)) => children(value),
+        Some(Ok(value)) => children(&value),
     })
     .into_any()
 }
@@ -64,13 +110,18 @@ fn loading_view(text: &'static str) -> AnyView {
 }
 
 fn error_view(error: ApiError, retry: Callback<()>) -> AnyView {
+    view! { <AsyncError error retry /> }.into_any()
+}
+
+/// A failed read: the API's error and "Try again".
+#[component]
+pub fn AsyncError(error: ApiError, retry: Callback<()>) -> impl IntoView {
     view! {
         <div class="async-error">
             <ApiErrorNotice error />
             <button on:click=move |_| retry.run(())>"Try again"</button>
         </div>
     }
-    .into_any()
 }
 
 /// A write to the API (`Action::new_local`), with its future boxed so that the action's machinery exists once
@@ -88,4 +139,34 @@ type Run<I, O> = Box<dyn Fn(&I) -> Pin<Box<dyn Future<Output = O>>>>;
 
 fn action<I: 'static, O: 'static>(run: Run<I, O>) -> Action<I, O> {
     Action::new_local(move |input: &I| run(input))
+}
+
+/// Cancels a read's request when what it asks for changes, so that a superseded query does not hold up the
+/// next one (a resource runs one fetch at a time) or load the server. The read takes [`Cancel::signal`] for
+/// the key it fetches; a change of `key` aborts the request made for the previous key.
+#[derive(Clone, Copy)]
+pub struct Cancel<K: 'static>(StoredValue<Option<(K, web_sys::AbortController)>, LocalStorage>);
+
+impl<K: PartialEq + Clone + Send + Sync + 'static> Cancel<K> {
+    pub fn on_change(key: Memo<K>) -> Cancel<K> {
+        let slot: StoredValue<Option<(K, web_sys::AbortController)>, LocalStorage> = StoredValue::new_local(None);
+        Effect::new(move |_| {
+            let now = key.get();
+            slot.update_value(|s| {
+                if let Some((k, c)) = s.take_if(|(k, _)| *k != now) {
+                    let _ = k;
+                    c.abort();
+                }
+            });
+        });
+        Cancel(slot)
+    }
+
+    /// A signal for the request of `key`.
+    pub fn signal(&self, key: K) -> Option<web_sys::AbortSignal> {
+        let controller = web_sys::AbortController::new().ok()?;
+        let signal = controller.signal();
+        self.0.set_value(Some((key, controller)));
+        Some(signal)
+    }
 }

@@ -1,11 +1,12 @@
-//! Charts as small hand-written SVG (series over time as lines or stacked areas, ranked bars), each with an
-//! accessible name and its numbers as a table on demand.
+//! Charts: series over time as hand-written SVG (lines or stacked areas) as wide as their card, with axis
+//! titles and units, a hover (or arrow-key) tooltip of every series' exact value, a legend that shows and
+//! hides series, and the numbers as a table on demand; ranked values as bars that can be picked.
 
 use std::fmt::Write;
 
-use leptos::{ev, prelude::*};
+use leptos::{ev, html, prelude::*};
 
-use crate::components::time::{axis_label, datetime_ms};
+use crate::components::time::{axis_label, datetime_ms, offset_ms, utc_ms, zone_name};
 
 /// Colours of series, in order; the last one, grey, is for "other".
 pub const PALETTE: [&str; 8] = ["#1f6feb", "#e67e22", "#2e9d57", "#c62828", "#8e44ad", "#0096aa", "#b7950b", "#7f8c8d"];
@@ -21,6 +22,97 @@ pub struct Series {
     pub points: Vec<(i64, f64)>,
 }
 
+/// What a metric counts, for its axis and its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    /// Bytes, shown in decimal multiples (kB = 1,000 B), as traffic is billed.
+    Bytes,
+    /// Milliseconds, an average per request.
+    Ms,
+}
+
+impl Unit {
+    pub fn of_metric(metric: &str) -> Unit {
+        if metric.ends_with("_bytes") {
+            Unit::Bytes
+        } else if metric.ends_with("_ms") {
+            Unit::Ms
+        } else {
+            Unit::Count
+        }
+    }
+
+    /// Short, for axes and tiles: `1.2k`, `3.4 MB`, `120 ms`, `1.5 s`.
+    pub fn short(self, v: f64) -> String {
+        match self {
+            Unit::Count => short_number(v),
+            Unit::Bytes => {
+                let units = ["B", "kB", "MB", "GB", "TB", "PB"];
+                let mut i = 0;
+                let mut x = v.abs();
+                while x >= 1000.0 && i < units.len() - 1 {
+                    x /= 1000.0;
+                    i += 1;
+                }
+                let x = if v < 0.0 { -x } else { x };
+                if i == 0 { format!("{} B", v.round() as i64) } else { format!("{} {}", one_decimal(x), units[i]) }
+            }
+            Unit::Ms if v.abs() >= 1000.0 => format!("{} s", one_decimal(v / 1000.0)),
+            Unit::Ms => format!("{} ms", one_decimal(v)),
+        }
+    }
+
+    /// Exact, for tooltips and tables: `12,345`, `1,234,567 B`, `153.2 ms`.
+    pub fn exact(self, v: f64) -> String {
+        match self {
+            Unit::Count => grouped(v.round() as i64),
+            Unit::Bytes => format!("{} B", grouped(v.round() as i64)),
+            Unit::Ms => format!("{} ms", one_decimal(v)),
+        }
+    }
+
+    /// The axis title's unit.
+    pub fn title(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Bytes => " (bytes)",
+            Unit::Ms => " (ms, average)",
+        }
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// One decimal without the float formatter: tenths as an integer; `12.0` is written `12`.
+fn one_decimal(v: f64) -> String {
+    let tenths = (v * 10.0).round() as i64;
+    let sign = if tenths < 0 { "-" } else { "" };
+    match tenths.abs() % 10 {
+        0 => format!("{sign}{}", tenths.abs() / 10),
+        d => format!("{sign}{}.{d}", tenths.abs() / 10),
+    }
+}
+
+/// A number as the API wrote it, for machines: an integer as such, else with one decimal.
+fn plain(v: f64) -> String {
+    if v.fract() == 0.0 { (v as i64).to_string() } else { one_decimal(v) }
+}
+
 /// Short number: 1.2k, 3.4M, 5.6G.
 pub fn short_number(v: f64) -> String {
     let a = v.abs();
@@ -31,13 +123,7 @@ pub fn short_number(v: f64) -> String {
         a if a >= 1e3 => (1e3, "k"),
         _ => (1.0, ""),
     };
-    if d == 1.0 {
-        format!("{}", v.round() as i64)
-    } else {
-        // One decimal without the float formatter: tenths as an integer.
-        let tenths = (v / d * 10.0).round() as i64;
-        format!("{}{}.{}{s}", if tenths < 0 { "-" } else { "" }, tenths.abs() / 10, tenths.abs() % 10)
-    }
+    if d == 1.0 { format!("{}", v.round() as i64) } else { format!("{}{s}", one_decimal(v / d)) }
 }
 
 /// A round step near `max / n`: 1, 2 or 5 times a power of ten.
@@ -47,29 +133,37 @@ fn nice_step(max: f64, n: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
 }
 
-const LEFT: f64 = 56.0;
+const LEFT: f64 = 72.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 10.0;
-const BOTTOM: f64 = 26.0;
-const LABEL: &str = "font-size=\"12\" fill=\"#5d6b7e\" font-family=\"sans-serif\"";
+const BOTTOM: f64 = 44.0;
+const LABEL: &str = "class=\"axis\" font-size=\"12\" font-family=\"sans-serif\"";
 
-fn open_svg(out: &mut String, width: u32, height: u32) {
-    let _ = write!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"100%\" \
-         preserveAspectRatio=\"xMidYMid meet\" aria-hidden=\"true\">"
-    );
+/// Where a chart of `width` puts time `t` of [start, end).
+fn x_of(t: i64, start: i64, end: i64, width: f64) -> f64 {
+    LEFT + (t - start) as f64 / (end - start).max(1) as f64 * (width - LEFT - RIGHT)
 }
 
-/// Lines (or stacked areas) of `series` over [start, end) in an SVG of `width` × `height`.
-pub fn time_chart_svg(series: &[Series], start: i64, end: i64, stacked: bool, width: u32, height: u32) -> String {
+/// Lines (or stacked areas) of `series` (with their palette index) over [start, end) in an SVG of `width` ×
+/// `height`, with the y axis titled `y_title`.
+#[allow(clippy::too_many_arguments)]
+pub fn time_chart_svg(
+    series: &[(usize, &Series)],
+    start: i64,
+    end: i64,
+    stacked: bool,
+    unit: Unit,
+    y_title: &str,
+    width: u32,
+    height: u32,
+) -> String {
     let (w, h) = (f64::from(width), f64::from(height));
-    let (pw, ph) = (w - LEFT - RIGHT, h - TOP - BOTTOM);
+    let ph = h - TOP - BOTTOM;
     let span = (end - start).max(1);
     // Each series on top of those before it when stacked.
     let mut layers: Vec<Vec<(i64, f64, f64)>> = Vec::new();
     let mut base: std::collections::BTreeMap<i64, f64> = Default::default();
-    for s in series {
+    for (_, s) in series {
         let layer: Vec<(i64, f64, f64)> = s
             .points
             .iter()
@@ -88,26 +182,40 @@ pub fn time_chart_svg(series: &[Series], start: i64, end: i64, stacked: bool, wi
     let max = layers.iter().flatten().map(|(_, _, v)| *v).fold(0.0, f64::max);
     let step = nice_step(if max > 0.0 { max } else { 1.0 }, 5.0);
     let ymax = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
-    let x = |t: i64| LEFT + (t - start) as f64 / span as f64 * pw;
+    let x = |t: i64| x_of(t, start, end, w);
     let y = |v: f64| TOP + ph - v / ymax * ph;
 
     let mut out = String::with_capacity(4096);
-    open_svg(&mut out, width, height);
+    let _ = write!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" \
+         height=\"{height}\" aria-hidden=\"true\">"
+    );
     let mut v = 0.0;
     while v <= ymax + step / 2.0 {
         let py = y(v) as i64;
         let _ = write!(
             out,
-            "<line x1=\"{}\" x2=\"{}\" y1=\"{py}\" y2=\"{py}\" stroke=\"#e4e8ee\"/><text x=\"{}\" y=\"{}\" \
+            "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{py}\" y2=\"{py}\"/><text x=\"{}\" y=\"{}\" \
              text-anchor=\"end\" {LABEL}>{}</text>",
             LEFT as i64,
             (w - RIGHT) as i64,
             (LEFT - 6.0) as i64,
             py + 4,
-            short_number(v)
+            unit.short(v)
         );
         v += step;
     }
+    let _ = write!(
+        out,
+        "<text {LABEL} transform=\"translate(12 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\
+         <text {LABEL} x=\"{}\" y=\"{}\" text-anchor=\"middle\">Time ({})</text>",
+        (TOP + ph / 2.0) as i64,
+        escape(y_title),
+        ((LEFT + w - RIGHT) / 2.0) as i64,
+        (h - 4.0) as i64,
+        escape(&zone_name())
+    );
     const STEPS: [i64; 10] = [
         300_000,
         900_000,
@@ -120,20 +228,23 @@ pub fn time_chart_svg(series: &[Series], start: i64, end: i64, stacked: bool, wi
         172_800_000,
         604_800_000,
     ];
-    let tick = STEPS.iter().copied().find(|s| span / s <= 8).unwrap_or(span / 8 + 1);
-    let mut t = start + (tick - start.rem_euclid(tick)) % tick;
+    // About one label per 90 pixels, on round times of the display zone.
+    let most = ((w - LEFT - RIGHT) / 90.0).max(2.0) as i64;
+    let tick = STEPS.iter().copied().find(|s| span / s <= most).unwrap_or(span / most + 1);
+    let off = offset_ms(start);
+    let mut t = start + (tick - (start + off).rem_euclid(tick)) % tick;
     while t <= end {
         let _ = write!(
             out,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" {LABEL}>{}</text>",
             x(t) as i64,
-            (h - 8.0) as i64,
+            (h - 24.0) as i64,
             axis_label(t, span)
         );
         t += tick;
     }
-    for (i, (layer, s)) in layers.iter().zip(series).enumerate().rev() {
-        let c = colour(i, &s.name);
+    for (layer, (i, s)) in layers.iter().zip(series).rev() {
+        let c = colour(*i, &s.name);
         let mut points = String::new();
         for (t, _, top) in layer {
             let _ = write!(points, "{},{} ", x(*t) as i64, y(*top) as i64);
@@ -151,49 +262,30 @@ pub fn time_chart_svg(series: &[Series], start: i64, end: i64, stacked: bool, wi
     out
 }
 
-/// Horizontal bars of `(label, value)`, largest first, `row` pixels each.
-pub fn bar_chart_svg(bars: &[(String, f64)], width: u32, row: u32) -> String {
-    let w = f64::from(width);
-    let height = bars.len().max(1) as u32 * row + 8;
-    let label_w = (w / 3.0).min(240.0);
-    let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(1.0);
-    let bar_w = w - label_w - 70.0;
-    let mut out = String::with_capacity(2048);
-    open_svg(&mut out, width, height);
-    for (i, (label, v)) in bars.iter().enumerate() {
-        let top = i as u32 * row + 4;
-        let len = (v / max * bar_w).max(1.0) as i64;
-        let mut shown: String = label.chars().take(36).collect();
-        if shown.is_empty() {
-            shown = "(none)".into();
-        }
-        let _ = write!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" {LABEL}>{}</text><rect x=\"{}\" y=\"{}\" width=\"{len}\" \
-             height=\"{}\" fill=\"{}\" rx=\"2\"/><text x=\"{}\" y=\"{}\" {LABEL}>{}</text>",
-            (label_w - 8.0) as i64,
-            top + row / 2 + 4,
-            escape(&shown),
-            label_w as i64,
-            top + 3,
-            row - 6,
-            PALETTE[0],
-            label_w as i64 + len + 6,
-            top + row / 2 + 4,
-            short_number(*v)
-        );
-    }
-    out.push_str("</svg>");
-    out
-}
-
 /// Text safe inside SVG markup.
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A chart over time with its legend and, on demand, its numbers as a table (for screen readers and for
-/// reading exact values).
+/// The width of the element `node` refers to, followed as the window changes size.
+fn follow_width(node: NodeRef<html::Div>, fallback: u32) -> RwSignal<u32> {
+    let width = RwSignal::new(fallback);
+    let measure = move || {
+        if let Some(el) = node.get_untracked() {
+            let w = el.client_width();
+            if w > 0 && w as u32 != width.get_untracked() {
+                width.set(w as u32);
+            }
+        }
+    };
+    node.on_load(move |_| measure());
+    let resize = window_event_listener(ev::resize, move |_| measure());
+    on_cleanup(move || resize.remove());
+    width
+}
+
+/// A chart over time with its legend (click to hide or show a series), a tooltip of the exact values at the
+/// time under the pointer (or chosen with the arrow keys), and its numbers as a table on demand.
 #[component]
 pub fn TimeChart(
     /// What the chart shows, its accessible name.
@@ -202,107 +294,254 @@ pub fn TimeChart(
     start: i64,
     end: i64,
     stacked: bool,
+    #[prop(default = Unit::Count)] unit: Unit,
+    /// The title of the y axis, e.g. "Hits per hour".
+    #[prop(into, optional)]
+    y_title: String,
     #[prop(optional)] id: Option<&'static str>,
-    #[prop(default = 1100)] width: u32,
     #[prop(default = 300)] height: u32,
+    /// Offered beside each legend entry: add the series' value as a filter.
+    #[prop(optional)]
+    on_filter: Option<Callback<String>>,
 ) -> impl IntoView {
-    let svg = time_chart_svg(&series, start, end, stacked, width, height);
     Effect::new(|_| crate::mark("edge:first-chart"));
-    let legend = series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
-            view! {
-                <li>
-                    <span class="swatch" style:background=colour(i, &s.name)></span>
-                    {name}
-                </li>
-            }
+    let node = NodeRef::<html::Div>::new();
+    let width = follow_width(node, 800);
+    let hidden = RwSignal::new(vec![false; series.len()]);
+    let hover = RwSignal::new(None::<usize>);
+    let mut times: Vec<i64> = series.iter().flat_map(|s| s.points.iter().map(|(t, _)| *t)).collect();
+    times.sort_unstable();
+    times.dedup();
+    let series = StoredValue::new(series);
+    let times = StoredValue::new(times);
+    let svg = move || {
+        let h = hidden.get();
+        series.with_value(|all| {
+            let shown: Vec<(usize, &Series)> =
+                all.iter().enumerate().filter(|(i, _)| !h.get(*i).copied().unwrap_or(false)).collect();
+            time_chart_svg(&shown, start, end, stacked, unit, &y_title, width.get().max(240), height)
         })
-        .collect_view();
-    let table = move || {
-        let mut times: Vec<i64> = series.iter().flat_map(|s| s.points.iter().map(|(t, _)| *t)).collect();
-        times.sort_unstable();
-        times.dedup();
-        let head = series.iter().map(|s| view! { <th class="num">{s.name.clone()}</th> }).collect_view();
-        let rows = times
-            .iter()
-            .map(|t| {
-                let cells = series
-                    .iter()
-                    .map(|s| {
-                        let v = s.points.iter().find(|(x, _)| x == t).map(|(_, v)| *v).unwrap_or(0.0);
-                        view! { <td class="num">{(v.round() as i64).to_string()}</td> }
+    };
+    let pick = move |e: ev::PointerEvent| {
+        let w = f64::from(width.get_untracked().max(240));
+        let x = f64::from(e.offset_x());
+        times.with_value(|ts| {
+            let nearest = ts
+                .iter()
+                .enumerate()
+                .min_by(|a, b| (x_of(*a.1, start, end, w) - x).abs().total_cmp(&(x_of(*b.1, start, end, w) - x).abs()))
+                .map(|(i, _)| i);
+            hover.set(nearest);
+        });
+    };
+    let keys = move |e: ev::KeyboardEvent| {
+        let n = times.with_value(Vec::len);
+        if n == 0 {
+            return;
+        }
+        let next = match (e.key().as_str(), hover.get_untracked()) {
+            ("ArrowRight", Some(i)) => Some((i + 1).min(n - 1)),
+            ("ArrowLeft", Some(i)) => Some(i.saturating_sub(1)),
+            ("ArrowRight" | "ArrowLeft" | "End", None) | ("End", _) => Some(n - 1),
+            ("Home", _) => Some(0),
+            ("Escape", _) => None,
+            _ => return,
+        };
+        e.prevent_default();
+        hover.set(next);
+    };
+    let tooltip = move || {
+        let i = hover.get()?;
+        let t = times.with_value(|ts| ts.get(i).copied())?;
+        let w = f64::from(width.get().max(240));
+        let left = x_of(t, start, end, w);
+        let h = hidden.get();
+        let rows = series.with_value(|all| {
+            all.iter()
+                .enumerate()
+                .filter(|(i, _)| !h.get(*i).copied().unwrap_or(false))
+                .map(|(i, s)| {
+                    let v = s.points.iter().find(|(x, _)| *x == t).map(|(_, v)| *v).unwrap_or(0.0);
+                    let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
+                    view! {
+                        <li data-series=s.name.clone() data-value=plain(v)>
+                            <span class="swatch" style:background=colour(i, &s.name)></span>
+                            <span class="name">{name}</span>
+                            <span class="value">{unit.exact(v)}</span>
+                        </li>
+                    }
+                })
+                .collect_view()
+        });
+        // The tooltip keeps to the side of the crosshair with more room.
+        let side = if left > w / 2.0 {
+            format!("right:{}px", (w - left + 8.0) as i64)
+        } else {
+            format!("left:{}px", (left + 8.0) as i64)
+        };
+        Some(view! {
+            <div class="crosshair" style:left=format!("{}px", left as i64)></div>
+            <div class="tooltip" role="status" style=side data-time=edge_api::stats::format_time(t)>
+                <div class="tooltip-time" title=utc_ms(t)>{datetime_ms(t)}</div>
+                <ul>{rows}</ul>
+            </div>
+        })
+    };
+    let legend = series.with_value(|all| {
+        all.iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
+                let toggle = move |_| {
+                    hidden.update(|h| {
+                        if let Some(x) = h.get_mut(i) {
+                            *x = !*x;
+                        }
                     })
-                    .collect_view();
+                };
+                let value = s.name.clone();
+                let filter = on_filter.filter(|_| s.name != "other" && s.name != "total").map(|f| {
+                    view! {
+                        <button
+                            type="button"
+                            class="icon filter"
+                            title="Filter to this"
+                            aria-label=format!("Filter to {name}")
+                            on:click=move |_| f.run(value.clone())
+                        >
+                            "⊕"
+                        </button>
+                    }
+                });
                 view! {
-                    <tr>
-                        <td>{datetime_ms(*t)}</td>
-                        {cells}
-                    </tr>
+                    <li>
+                        <button
+                            type="button"
+                            class="legend-item"
+                            aria-pressed=move || (!hidden.get().get(i).copied().unwrap_or(false)).to_string()
+                            title="Show or hide"
+                            on:click=toggle
+                        >
+                            <span class="swatch" style:background=colour(i, &s.name)></span>
+                            {name.clone()}
+                        </button>
+                        {filter}
+                    </li>
                 }
             })
-            .collect_view();
+            .collect_view()
+    });
+    let table = move || {
+        let head = series.with_value(|all| {
+            all.iter().map(|s| view! { <th class="num" scope="col">{s.name.clone()}</th> }).collect_view()
+        });
+        let rows = times.with_value(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let cells = series.with_value(|all| {
+                        all.iter()
+                            .map(|s| {
+                                let v = s.points.iter().find(|(x, _)| x == t).map(|(_, v)| *v).unwrap_or(0.0);
+                                view! { <td class="num">{unit.exact(v)}</td> }
+                            })
+                            .collect_view()
+                    });
+                    view! {
+                        <tr>
+                            <td>{datetime_ms(*t)}</td>
+                            {cells}
+                        </tr>
+                    }
+                })
+                .collect_view()
+        });
         view! {
-            <table class="data">
-                <thead>
-                    <tr>
-                        <th>"Time (UTC)"</th>
-                        {head}
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
+            <div class="table-scroll">
+                <table class="data">
+                    <thead>
+                        <tr>
+                            <th scope="col">{format!("Time ({})", zone_name())}</th>
+                            {head}
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
         }
     };
     view! {
         <figure class="chart-figure">
-            <div class="chart" id=id role="img" aria-label=label.clone() inner_html=svg></div>
+            <div
+                class="chart"
+                node_ref=node
+                id=id
+                role="group"
+                tabindex="0"
+                aria-label=format!("{label}. Use the arrow keys to read the values at each time.")
+                on:pointermove=pick
+                on:pointerleave=move |_| hover.set(None)
+                on:keydown=keys
+                on:blur=move |_| hover.set(None)
+            >
+                <div class="chart-svg" inner_html=svg></div>
+                {tooltip}
+            </div>
             <ul class="legend">{legend}</ul>
             <DataTable label table />
         </figure>
     }
 }
 
-/// Ranked bars with their numbers as a table on demand.
+/// Ranked values as bars, largest first; picking one (a button) calls `on_pick` with its value.
 #[component]
-pub fn BarChart(
+pub fn BarList(
     label: String,
     bars: Vec<(String, f64)>,
+    #[prop(default = Unit::Count)] unit: Unit,
     #[prop(optional)] id: Option<&'static str>,
-    #[prop(default = 560)] width: u32,
-    #[prop(default = 24)] row: u32,
+    #[prop(optional)] on_pick: Option<Callback<String>>,
+    /// What picking does, for the buttons' names, e.g. "Filter to".
+    #[prop(default = "Choose")]
+    pick_label: &'static str,
 ) -> impl IntoView {
-    let svg = bar_chart_svg(&bars, width, row);
-    let table = move || {
-        let rows = bars
-            .iter()
-            .map(|(l, v)| {
-                view! {
-                    <tr>
-                        <td>{l.clone()}</td>
-                        <td class="num">{(v.round() as i64).to_string()}</td>
-                    </tr>
+    let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let rows = bars
+        .into_iter()
+        .map(|(name, v)| {
+            let shown = if name.is_empty() { "(none)".to_string() } else { name.clone() };
+            let percent = (v / max * 100.0).clamp(0.5, 100.0);
+            let text = match on_pick {
+                Some(pick) => {
+                    let value = name.clone();
+                    view! {
+                        <button
+                            type="button"
+                            class="link bar-name"
+                            aria-label=format!("{pick_label} {shown}")
+                            on:click=move |_| pick.run(value.clone())
+                        >
+                            {shown.clone()}
+                        </button>
+                    }
+                    .into_any()
                 }
-            })
-            .collect_view();
-        view! {
-            <table class="data">
-                <thead>
-                    <tr>
-                        <th>"Value"</th>
-                        <th class="num">"Count"</th>
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-        }
-    };
+                None => view! { <span class="bar-name">{shown.clone()}</span> }.into_any(),
+            };
+            view! {
+                <li data-value=name.clone()>
+                    {text}
+                    <span class="bar-track">
+                        <span class="bar" style:width=format!("{}%", one_decimal(percent))></span>
+                    </span>
+                    <span class="bar-value" title=unit.exact(v)>{unit.short(v)}</span>
+                </li>
+            }
+        })
+        .collect_view();
     view! {
         <figure class="chart-figure">
-            <div class="chart" id=id role="img" aria-label=label.clone() inner_html=svg></div>
-            <DataTable label table />
+            <figcaption class="sr-only">{label}</figcaption>
+            <ol class="bars" id=id>{rows}</ol>
         </figure>
     }
 }

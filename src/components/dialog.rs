@@ -1,43 +1,73 @@
-//! A modal dialog: a titled panel over the page, closed by its buttons or the Escape key.
+//! Dialogs: the browser's own modal `<dialog>` (`showModal()`): the page behind is inert, so focus stays
+//! inside; Escape closes it from anywhere in it; focus starts on the safe choice (the element marked
+//! `autofocus`, else the first control) and returns to what opened it when it closes.
 
-use leptos::{ev, prelude::*};
+use leptos::{ev, html, prelude::*};
+use wasm_bindgen::JsCast;
 
 #[component]
 pub fn Dialog(
     /// Heading of the dialog.
     title: String,
-    /// Called when the user dismisses the dialog (Escape, the × button, a click beside it).
+    /// Called when the user dismisses the dialog (Escape, the × button, a click on the backdrop).
     on_close: Callback<()>,
+    #[prop(optional)] id: Option<&'static str>,
     children: Children,
 ) -> impl IntoView {
-    let label = title.clone();
-    let keydown = move |e: ev::KeyboardEvent| {
-        if e.key() == "Escape" {
+    let node = NodeRef::<html::Dialog>::new();
+    // What had the focus: it gets it back when the dialog goes.
+    let opener = document().active_element();
+    node.on_load(move |d| {
+        let _ = d.show_modal();
+    });
+    on_cleanup(move || {
+        let back = opener.and_then(|o| o.dyn_into::<web_sys::HtmlElement>().ok()).filter(|o| o.is_connected());
+        match back {
+            Some(o) => {
+                let _ = o.focus();
+            }
+            None => {
+                if let Some(main) =
+                    document().get_element_by_id("content").and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = main.focus();
+                }
+            }
+        }
+    });
+    let heading = format!("dialog-{}", title.len() ^ (js_sys::Math::random() * 1e9) as usize);
+    let cancel = move |e: ev::Event| {
+        // Escape: the page closes the dialog by removing it, so that its state goes with it.
+        e.prevent_default();
+        on_close.run(());
+    };
+    let backdrop = move |e: ev::MouseEvent| {
+        // A click on the backdrop reaches the dialog element itself (its content fills it).
+        let on_dialog = e.target().zip(node.get_untracked()).is_some_and(|(t, d)| {
+            let d: &web_sys::EventTarget = d.as_ref();
+            t == *d
+        });
+        if on_dialog {
             on_close.run(());
         }
     };
     view! {
-        <div class="overlay" on:click=move |_| on_close.run(()) on:keydown=keydown>
-            <div
-                class="dialog"
-                role="dialog"
-                aria-modal="true"
-                aria-label=label
-                on:click=|e: ev::MouseEvent| e.stop_propagation()
-            >
+        <dialog node_ref=node class="dialog" id=id aria-labelledby=heading.clone() on:cancel=cancel on:click=backdrop>
+            <div class="dialog-body">
                 <header>
-                    <h2>{title}</h2>
-                    <button class="icon" aria-label="Close" on:click=move |_| on_close.run(())>
+                    <h2 id=heading.clone()>{title}</h2>
+                    <button type="button" class="icon" aria-label="Close" on:click=move |_| on_close.run(())>
                         "×"
                     </button>
                 </header>
                 {children()}
             </div>
-        </div>
+        </dialog>
     }
 }
 
-/// A confirmation for a destructive or consequential action: what will happen, then Cancel or the action.
+/// A confirmation for a destructive or consequential action: what will happen, then Cancel (the safe choice,
+/// focused first) or the action.
 #[component]
 pub fn Confirm(
     title: String,
@@ -53,14 +83,18 @@ pub fn Confirm(
     error: Signal<Option<crate::api::ApiError>>,
     on_confirm: Callback<()>,
     on_close: Callback<()>,
+    /// More to show under the message (a list of what is affected, a warning).
+    #[prop(optional)]
+    children: Option<Children>,
 ) -> impl IntoView {
     view! {
         <Dialog title on_close>
             <p>{message}</p>
+            {children.map(|c| c())}
             {move || error.get().map(|error| view! { <crate::components::errors::ApiErrorNotice error /> })}
             <div class="actions">
-                <button on:click=move |_| on_close.run(())>"Cancel"</button>
-                <button class="danger" autofocus=true disabled=move || pending.get() on:click=move |_| on_confirm.run(())>
+                <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Cancel"</button>
+                <button type="button" class="danger" disabled=move || pending.get() on:click=move |_| on_confirm.run(())>
                     {action}
                 </button>
             </div>

@@ -1,5 +1,6 @@
-//! The frame around every view of a customer: navigation, who is logged in, logout, and the session check
-//! that sends a browser without a valid session to the login page (also after a reload).
+//! The frame around every view of a customer: navigation, who is logged in, logout, the display time zone,
+//! and the session: the check that sends a browser without a valid session to the login page (also after a
+//! reload), keep-alives on activity, and a notice two minutes before the session ends offering to stay.
 
 use leptos::prelude::*;
 use leptos_router::{
@@ -12,10 +13,27 @@ use crate::{
     api,
     components::{
         async_view::{act, load},
+        dialog::Confirm,
         errors::{ApiErrorNotice, error_fallback},
+        time::{Zone, parse_iso},
     },
+    pages::go_to,
     session::{Auth, LoggedIn, remembered_login},
 };
+
+/// The notice that the session is about to end shows this long before it does.
+const WARN_BEFORE_MS: f64 = 120_000.0;
+
+/// Unsaved work in the current view (set by the view while it has some): leaving through the navigation asks
+/// first, and closing or reloading the page makes the browser ask.
+#[derive(Clone, Copy)]
+pub struct Unsaved(pub RwSignal<Option<String>>);
+
+impl Unsaved {
+    pub fn get() -> Option<Unsaved> {
+        use_context::<Unsaved>()
+    }
+}
 
 /// Activity keeps the session alive with at most one request this often.
 const KEEP_ALIVE_EVERY_MS: f64 = 60_000.0;
@@ -51,16 +69,24 @@ pub fn Layout() -> impl IntoView {
     let params = use_params_map();
     let customer = Memo::new(move |_| params.read().get("customer").unwrap_or_default());
     let auth = Auth::get();
-    let navigate = use_navigate();
+    let zone = Zone::provide();
+    let unsaved = Unsaved(RwSignal::new(None));
+    provide_context(unsaved);
+    let before_unload = window_event_listener(leptos::ev::beforeunload, move |e| {
+        if unsaved.0.get_untracked().is_some() {
+            e.prevent_default();
+            e.set_return_value("unsaved");
+        }
+    });
+    on_cleanup(move || before_unload.remove());
     let location = use_location();
     let here = move || format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
 
     // A 401 from any call: the session is gone. Back to the login page, once, to come back here afterwards.
     {
-        let navigate = navigate.clone();
         api::on_session_lost(move || {
             if auth.clear() {
-                navigate(&login_url(&customer.get_untracked(), &here(), Some("expired")), NavigateOptions::default());
+                go_to(&login_url(&customer.get_untracked(), &here(), Some("expired")));
             }
         });
     }
@@ -83,12 +109,9 @@ pub fn Layout() -> impl IntoView {
         }
     });
     {
-        let navigate = navigate.clone();
         Effect::new(move |_| match check.get() {
             Some(Ok(Some(login))) if auth.for_customer(&login.customer).is_none() => auth.set(login),
-            Some(Ok(None)) => {
-                navigate(&login_url(&customer.get_untracked(), &here(), None), NavigateOptions::default())
-            }
+            Some(Ok(None)) => go_to(&login_url(&customer.get_untracked(), &here(), None)),
             _ => {}
         });
     }
@@ -109,7 +132,34 @@ pub fn Layout() -> impl IntoView {
             auth.set_me(user.ok().flatten());
         }
     });
+    // The account's time zone, for those who may read the account (viewers keep UTC or their own choice).
+    let reads_account = Memo::new(move |_| auth.me().map(|u| u.role.id != "viewer"));
+    Effect::new(move |_| {
+        if reads_account.get() == Some(true) {
+            let c = customer.get_untracked();
+            leptos::task::spawn_local(async move {
+                if let Ok(a) = api::get_account(&c).await {
+                    zone.set_account(&a.timezone);
+                }
+            });
+        }
+    });
 
+    // When the session ends: from the server's answers (login, session check, keep-alive).
+    let expires = RwSignal::new(None::<f64>);
+    Effect::new(move |_| {
+        let at = auth.current().and_then(|l| parse_iso(&l.session.expires));
+        expires.set(at.map(|ms| ms as f64));
+    });
+    let keep_alive = move || {
+        if let Some(login) = auth.for_customer(&customer.get_untracked()) {
+            leptos::task::spawn_local(async move {
+                if let Ok(s) = api::keep_alive(&login.customer, &login.session.id).await {
+                    let _ = expires.try_set(parse_iso(&s.expires).map(|ms| ms as f64));
+                }
+            });
+        }
+    };
     // Using the console (keys, clicks) keeps the session alive, at most one request a minute.
     let last_keep_alive = StoredValue::new(js_sys::Date::now());
     let poke = move || {
@@ -118,12 +168,26 @@ pub fn Layout() -> impl IntoView {
             return;
         }
         last_keep_alive.set_value(now);
-        if let Some(login) = auth.for_customer(&customer.get_untracked()) {
-            leptos::task::spawn_local(async move {
-                let _ = api::keep_alive(&login.customer, &login.session.id).await;
-            });
-        }
+        keep_alive();
     };
+    // The clock, for the notice: it shows from two minutes before the end; at the end the server is asked (other
+    // requests may have kept the session alive), and a session that is gone leads to the login page.
+    let now = RwSignal::new(js_sys::Date::now());
+    let ended_check = StoredValue::new(0.0f64);
+    if let Ok(tick) = set_interval_with_handle(
+        move || {
+            let t = js_sys::Date::now();
+            now.set(t);
+            if expires.get_untracked().is_some_and(|e| t >= e) && t - ended_check.get_value() > 10_000.0 {
+                ended_check.set_value(t);
+                keep_alive();
+            }
+        },
+        std::time::Duration::from_secs(1),
+    ) {
+        on_cleanup(move || tick.clear());
+    }
+    let left = Memo::new(move |_| expires.get().map(|e| e - now.get()).filter(|l| *l <= WARN_BEFORE_MS));
     let keys = window_event_listener(leptos::ev::keydown, move |_| poke());
     let clicks = window_event_listener(leptos::ev::pointerdown, move |_| poke());
     on_cleanup(move || {
@@ -141,21 +205,21 @@ pub fn Layout() -> impl IntoView {
 
     let logout = act(move |_: &()| {
         let customer = customer.get_untracked();
-        let navigate = navigate.clone();
         async move {
             let _ = api::delete_current_session(&customer).await;
             auth.clear();
-            navigate(
-                &format!("/login?customer={}", js_sys::encode_uri_component(&customer)),
-                NavigateOptions::default(),
-            );
+            go_to(&format!("/login?customer={}", js_sys::encode_uri_component(&customer)));
         }
     });
 
     view! {
         {move || match who.get() {
             Some((customer, username)) => {
-                view! { <Shell customer username logout /> }.into_any()
+                view! {
+                    <Shell customer username logout />
+                    <SessionNotice left stay=Callback::new(move |_| keep_alive()) logout />
+                }
+                    .into_any()
             }
             None => {
                 match check.get() {
@@ -175,37 +239,85 @@ pub fn Layout() -> impl IntoView {
     }
 }
 
+/// The session is about to end (or has, when `left` is not positive): stay logged in, or log out.
+#[component]
+fn SessionNotice(left: Memo<Option<f64>>, stay: Callback<()>, logout: Action<(), ()>) -> impl IntoView {
+    move || {
+        left.get().map(|ms| {
+            let secs = (ms / 1000.0).max(0.0) as i64;
+            let text = if secs > 0 {
+                format!("Your session ends in {}:{:02}.", secs / 60, secs % 60)
+            } else {
+                "Your session has ended.".to_string()
+            };
+            view! {
+                <div class="session-notice" role="alert" id="session-notice">
+                    <span>{text}</span>
+                    <button type="button" class="primary" on:click=move |_| stay.run(())>"Stay logged in"</button>
+                    <button type="button" on:click=move |_| {
+                        logout.dispatch(());
+                    }>"Log out"</button>
+                </div>
+            }
+        })
+    }
+}
+
 #[component]
 fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl IntoView {
+    let unsaved = Unsaved::get();
+    let navigate = use_navigate();
+    // A link followed while the view has unsaved work: where it led, until the user decides.
+    let leaving = RwSignal::new(None::<String>);
+    let menu = RwSignal::new(false);
     let auth = Auth::get();
-    let links = NAV
-        .iter()
-        .map(|(path, label)| {
-            let href = format!("/{customer}/{path}");
-            view! {
-                <li>
-                    <A href=href>{*label}</A>
-                </li>
+    let link = move |href: String, label: &'static str| {
+        let target = href.clone();
+        let guard = move |e: leptos::ev::MouseEvent| {
+            menu.set(false);
+            if unsaved.is_some_and(|u| u.0.get_untracked().is_some()) {
+                e.prevent_default();
+                leaving.set(Some(target.clone()));
             }
-        })
-        .collect_view();
+        };
+        view! {
+            <li on:click=guard>
+                <A href=href>{label}</A>
+            </li>
+        }
+    };
+    let links = NAV.iter().map(|(path, label)| link(format!("/{customer}/{path}"), *label)).collect_view();
     // Only administrators read the audit log.
     let audit = format!("/{customer}/audit");
-    let admin_links = move || {
-        auth.is_admin().then(|| {
-            view! {
-                <li>
-                    <A href=audit.clone()>"Audit log"</A>
-                </li>
+    let admin_links = move || auth.is_admin().then(|| link(audit.clone(), "Audit log"));
+    let leave = {
+        let navigate = navigate.clone();
+        move || {
+            let Some(to) = leaving.get_untracked() else { return };
+            leaving.set(None);
+            if let Some(u) = unsaved {
+                u.0.set(None);
             }
-        })
+            navigate(&to, NavigateOptions::default());
+        }
     };
     view! {
         <a class="skip-link" href="#content">"Skip to content"</a>
         <div class="shell">
-            <aside class="sidebar">
-                <div class="brand">"Edge Console"</div>
-                <nav aria-label="Main">
+            <aside class="sidebar" class:open=move || menu.get()>
+                <div class="brand">
+                    "Edge Console"
+                    <button
+                        type="button"
+                        class="menu-toggle"
+                        aria-expanded=move || menu.get().to_string()
+                        aria-controls="main-nav"
+                        on:click=move |_| menu.update(|m| *m = !*m)
+                    >
+                        "Menu"
+                    </button>
+                </div>
+                <nav aria-label="Main" id="main-nav">
                     <ul>{links} {admin_links}</ul>
                 </nav>
             </aside>
@@ -215,6 +327,9 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
                         {customer.clone()}
                     </span>
                     <span class="spacer"></span>
+                    <span class="zone" title="Times are shown in this time zone">
+                        {move || Zone::get().name()}
+                    </span>
                     <span class="user" title="Logged in as">
                         {username}
                     </span>
@@ -236,5 +351,23 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
                 </main>
             </div>
         </div>
+        {move || {
+            leaving
+                .get()
+                .map(|_| {
+                    let leave = leave.clone();
+                    view! {
+                        <Confirm
+                            title="Leave with unsaved changes?".to_string()
+                            message=unsaved.and_then(|u| u.0.get_untracked()).unwrap_or_default()
+                            action="Leave".to_string()
+                            pending=Signal::derive(|| false)
+                            error=Signal::derive(|| None::<api::ApiError>)
+                            on_confirm=Callback::new(move |_| leave())
+                            on_close=Callback::new(move |_| leaving.set(None))
+                        />
+                    }
+                })
+        }}
     }
 }

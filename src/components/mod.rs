@@ -2,6 +2,7 @@
 
 pub mod async_view;
 pub mod chart;
+pub mod curl;
 pub mod dialog;
 pub mod download;
 pub mod errors;

@@ -1,14 +1,23 @@
-//! Progress of long-running changes: a bar, and a task's bar that follows the task until it ends.
+//! Progress of long-running changes: a bar; following something until it ends, with at most one request in
+//! flight and a growing pause between requests; a task's bar that follows the task.
 
-use std::time::Duration;
+use std::{
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
 use edge_api::Task;
 use leptos::{prelude::*, task::spawn_local};
 
 use crate::{api, pages::use_customer};
 
-/// How often a running task or transaction is asked for its progress.
-pub const POLL_EVERY: Duration = Duration::from_millis(700);
+/// The first pause between two requests for progress; each later one is half as long again, up to
+/// [`POLL_MAX_MS`].
+pub const POLL_FIRST_MS: i32 = 700;
+pub const POLL_MAX_MS: i32 = 5_000;
 
 #[component]
 pub fn ProgressBar(#[prop(into)] percent: Signal<u8>, #[prop(into)] label: Signal<String>) -> impl IntoView {
@@ -29,30 +38,62 @@ pub fn ProgressBar(#[prop(into)] percent: Signal<u8>, #[prop(into)] label: Signa
     }
 }
 
-/// Runs `tick` every [`POLL_EVERY`] while the view lives.
-pub fn poll(tick: impl Fn() + 'static) {
-    if let Ok(handle) = set_interval_with_handle(tick, POLL_EVERY) {
-        on_cleanup(move || handle.clear());
+/// Waits `ms` milliseconds.
+pub async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// Runs `step` again and again while the view lives and until it answers `false` (done): one run at a
+/// time, never two at once however slow the server is, with a pause after each run that grows from
+/// [`POLL_FIRST_MS`] to [`POLL_MAX_MS`].
+pub fn follow<F, Fut>(step: F)
+where
+    F: Fn() -> Fut + 'static,
+    Fut: Future<Output = bool> + 'static,
+{
+    let alive = Arc::new(AtomicBool::new(true));
+    {
+        let alive = alive.clone();
+        on_cleanup(move || alive.store(false, Ordering::Relaxed));
     }
+    spawn_local(async move {
+        let mut pause = POLL_FIRST_MS;
+        loop {
+            sleep(pause).await;
+            if !alive.load(Ordering::Relaxed) || !step().await || !alive.load(Ordering::Relaxed) {
+                return;
+            }
+            pause = (pause + pause / 2).min(POLL_MAX_MS);
+        }
+    });
 }
 
 /// A task's progress, followed until it completes or fails.
 #[component]
 pub fn TaskProgress(task: Task) -> impl IntoView {
     let customer = use_customer();
+    let done = task.complete;
     let current = RwSignal::new(task);
-    poll(move || {
-        let t = current.get_untracked();
-        if t.complete {
-            return;
-        }
-        let customer = customer.get_untracked();
-        spawn_local(async move {
-            if let Ok(t) = api::get_task(&customer, &t.id).await {
-                current.set(t);
+    if !done {
+        follow(move || {
+            let (c, id) = (customer.get_untracked(), current.with_untracked(|t| t.id.clone()));
+            async move {
+                match api::get_task(&c, &id).await {
+                    Ok(t) => {
+                        let running = !t.complete;
+                        current.try_set(t).is_none() && running
+                    }
+                    // A lost session ends it; anything else is tried again.
+                    Err(e) => e.status != 401 && e.status != 404,
+                }
             }
         });
-    });
+    }
     let label = Signal::derive(move || {
         let t = current.get();
         match t.status.as_str() {
@@ -63,7 +104,7 @@ pub fn TaskProgress(task: Task) -> impl IntoView {
         }
     });
     view! {
-        <div class="task-progress" data-status=move || current.get().status>
+        <div class="task-progress" data-status=move || current.get().status data-task=move || current.get().id>
             <ProgressBar percent=Signal::derive(move || current.get().progress) label />
         </div>
     }

@@ -4,6 +4,8 @@
 use edge_api::stats::{Granularity, format_time, parse_time};
 use leptos::prelude::*;
 
+use crate::components::time::{Zone, from_wall_input, wall_input};
+
 pub const PRESETS: [(&str, &str, i64); 4] = [
     ("1h", "Last hour", 3_600_000),
     ("24h", "Last 24 hours", 86_400_000),
@@ -68,31 +70,34 @@ pub fn natural_granularity(range: Range) -> Granularity {
     }
 }
 
-/// A `datetime-local` input value (minutes) from an API time.
-fn local_input(ms: i64) -> String {
-    format_time(ms)[..16].to_string()
-}
-
-/// Range controls: preset buttons and, for a custom range, start and end inputs. `on_change` gets the preset
-/// and, for custom, start and end as API times.
+/// Range controls: preset buttons and, for a custom range, start and end inputs in the display time zone.
+/// `on_change` gets the preset and, for custom, start and end as API times (UTC).
 #[component]
 pub fn RangePicker(
     #[prop(into)] preset: Signal<String>,
     #[prop(into)] range: Signal<Option<Range>>,
     on_change: Callback<(String, String, String)>,
 ) -> impl IntoView {
+    let zone = Zone::get();
     let custom_start = RwSignal::new(String::new());
     let custom_end = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<&'static str>);
     Effect::new(move |_| {
+        zone.name();
         if let Some(r) = range.get() {
-            custom_start.set(local_input(r.start));
-            custom_end.set(local_input(r.end));
+            custom_start.set(wall_input(r.start));
+            custom_end.set(wall_input(r.end));
         }
     });
-    let apply_custom = move |_| {
-        let fix = |s: String| if s.len() == 16 { format!("{s}:00") } else { s };
-        on_change.run(("custom".into(), fix(custom_start.get_untracked()), fix(custom_end.get_untracked())));
-    };
+    let apply_custom =
+        move |_| match (from_wall_input(&custom_start.get_untracked()), from_wall_input(&custom_end.get_untracked())) {
+            (Some(s), Some(e)) if s < e => {
+                problem.set(None);
+                on_change.run(("custom".into(), format_time(s), format_time(e)));
+            }
+            (Some(_), Some(_)) => problem.set(Some("The end must be after the start.")),
+            _ => problem.set(Some("Enter a start and an end.")),
+        };
     view! {
         <div class="range-picker" role="group" aria-label="Time range">
             {PRESETS
@@ -117,13 +122,14 @@ pub fn RangePicker(
                 })
                 .collect_view()}
             <span class="custom">
-                <input type="datetime-local" aria-label="From (UTC)" bind:value=custom_start />
-                " – "
-                <input type="datetime-local" aria-label="To (UTC)" bind:value=custom_end />
+                <input type="datetime-local" name="range-start" aria-label=move || format!("From ({})", zone.name()) bind:value=custom_start />
+                <span aria-hidden="true">" – "</span>
+                <input type="datetime-local" name="range-end" aria-label=move || format!("To ({})", zone.name()) bind:value=custom_end />
                 <button class="chip" class:active=move || preset.get() == "custom" on:click=apply_custom>
                     "Apply"
                 </button>
-                <span class="muted small">" UTC"</span>
+                <span class="muted small zone-name">{move || zone.name()}</span>
+                {move || problem.get().map(|p| view! { <span class="field-error" role="alert">{p}</span> })}
             </span>
         </div>
     }

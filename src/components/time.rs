@@ -1,38 +1,238 @@
 //! How times read in the console, in one place: the API writes ISO 8601 UTC (`2026-11-22T10:00:01Z`) or
-//! milliseconds; tables show `2026-11-22 10:00:01`, charts `10:00` or `11-22`. Every time on screen comes
-//! through here, so that a display time zone can be added in one place.
+//! milliseconds; the console shows them as `2026-11-22 11:00:01` in the display time zone — the account's
+//! (an IANA zone), or the one chosen on this browser — with the UTC time on hover. Conversions use the
+//! browser's own time zone database (`Intl.DateTimeFormat` with `timeZone`): the console carries none.
 
+use std::cell::RefCell;
+
+use edge_api::stats::{format_time, parse_time};
 use leptos::prelude::*;
 
-/// `2026-11-22 10:00:01` from an API time; text that is not one is shown as it is.
-pub fn datetime(iso: &str) -> String {
-    match iso.get(..19) {
-        Some(s) if s.as_bytes().get(10) == Some(&b'T') => s.replace('T', " "),
-        _ => iso.to_string(),
+const PREFERENCE_KEY: &str = "edge-console.timezone";
+const ACCOUNT_KEY: &str = "edge-console.account-timezone";
+
+/// The display time zone, provided near the root: the account's zone, overridden by this browser's choice.
+#[derive(Clone, Copy)]
+pub struct Zone {
+    account: RwSignal<String>,
+    preference: RwSignal<Option<String>>,
+}
+
+thread_local! {
+    /// The zone in effect and its formatter, for code that formats outside a reactive view (charts).
+    static CURRENT: RefCell<(String, Option<js_sys::Intl::DateTimeFormat>)> = const { RefCell::new((String::new(), None)) };
+}
+
+impl Zone {
+    pub fn provide() -> Zone {
+        let stored = |k| storage().and_then(|s| s.get_item(k).ok().flatten()).filter(|z| !z.is_empty());
+        let zone = Zone {
+            account: RwSignal::new(stored(ACCOUNT_KEY).unwrap_or_else(|| "UTC".into())),
+            preference: RwSignal::new(stored(PREFERENCE_KEY)),
+        };
+        set_current(&zone.name_untracked());
+        provide_context(zone);
+        zone
+    }
+
+    pub fn get() -> Zone {
+        use_context::<Zone>()
+            .unwrap_or_else(|| Zone { account: RwSignal::new("UTC".into()), preference: RwSignal::new(None) })
+    }
+
+    /// The zone times are shown in, tracked.
+    pub fn name(&self) -> String {
+        self.preference.get().unwrap_or_else(|| self.account.get())
+    }
+
+    pub fn name_untracked(&self) -> String {
+        self.preference.get_untracked().unwrap_or_else(|| self.account.get_untracked())
+    }
+
+    /// The account's zone, tracked.
+    pub fn account(&self) -> String {
+        self.account.get()
+    }
+
+    /// This browser's own choice, if any, tracked.
+    pub fn preference(&self) -> Option<String> {
+        self.preference.get()
+    }
+
+    /// The account's zone, as read from the API (remembered for the next visit, so times show in it at once).
+    pub fn set_account(&self, zone: &str) {
+        let zone = if zone.is_empty() { "UTC" } else { zone };
+        if let Some(s) = storage() {
+            let _ = s.set_item(ACCOUNT_KEY, zone);
+        }
+        if self.account.get_untracked() != zone {
+            // The formatter first, so that views re-rendered by the change format in the new zone.
+            set_current(&self.preference.get_untracked().unwrap_or_else(|| zone.to_string()));
+            self.account.set(zone.to_string());
+        }
+    }
+
+    /// This browser's choice; `None` follows the account again.
+    pub fn set_preference(&self, zone: Option<String>) {
+        if let Some(s) = storage() {
+            let _ = match &zone {
+                Some(z) => s.set_item(PREFERENCE_KEY, z),
+                None => s.remove_item(PREFERENCE_KEY),
+            };
+        }
+        set_current(&zone.clone().unwrap_or_else(|| self.account.get_untracked()));
+        self.preference.set(zone);
     }
 }
 
-/// [`datetime`] of milliseconds since the epoch.
-pub fn datetime_ms(ms: i64) -> String {
-    datetime(&edge_api::stats::format_time(ms))
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
 }
 
-/// `2026-11-22` of an API time.
+fn set_current(zone: &str) {
+    CURRENT.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != zone {
+            *c = (zone.to_string(), formatter(zone));
+        }
+    });
+}
+
+/// A formatter writing `2026-11-22 11:00:01` in `zone` (the Swedish locale writes ISO order); `None` for UTC
+/// or a zone the browser does not know.
+fn formatter(zone: &str) -> Option<js_sys::Intl::DateTimeFormat> {
+    if zone == "UTC" || zone.is_empty() {
+        return None;
+    }
+    let options = js_sys::Object::new();
+    let set = |k: &str, v: &str| js_sys::Reflect::set(&options, &k.into(), &v.into()).is_ok();
+    let ok = set("timeZone", zone)
+        && ["year", "month", "day", "hour", "minute", "second"]
+            .iter()
+            .all(|k| set(k, if *k == "year" { "numeric" } else { "2-digit" }))
+        && set("hourCycle", "h23");
+    if !ok {
+        return None;
+    }
+    // An unknown zone throws: caught, it shows UTC.
+    let make = js_sys::Function::new_with_args(
+        "o",
+        "try { return new Intl.DateTimeFormat('sv-SE', o); } catch (e) { return null; }",
+    );
+    let f = make.call1(&wasm_bindgen::JsValue::NULL, &options).ok()?;
+    (!f.is_null()).then(|| wasm_bindgen::JsCast::unchecked_into(f))
+}
+
+/// The name of the zone in effect (`UTC` until set).
+pub fn zone_name() -> String {
+    CURRENT.with(|c| if c.borrow().0.is_empty() { "UTC".to_string() } else { c.borrow().0.clone() })
+}
+
+/// Milliseconds to add to a UTC time to get the wall time of the zone in effect at that moment.
+pub fn offset_ms(ms: i64) -> i64 {
+    CURRENT.with(|c| match &c.borrow().1 {
+        None => 0,
+        Some(f) => {
+            let whole = ms - ms.rem_euclid(1000);
+            let date = js_sys::Date::new(&(whole as f64).into());
+            let text = f.format().call1(f, &date).ok().and_then(|v| v.as_string()).unwrap_or_default();
+            // `2026-11-22 11:00:01`; some engines write the hour of midnight as 24.
+            let iso = text.replace(' ', "T").replace("T24:", "T00:");
+            match parse_time(&iso) {
+                Ok(wall) => wall - whole,
+                Err(_) => 0,
+            }
+        }
+    })
+}
+
+/// The UTC time of a wall time (written as milliseconds as if it were UTC) in the zone in effect. In a gap
+/// (clocks going forward) it lands after the gap; in an overlap, on the first of the two.
+pub fn from_wall_ms(wall: i64) -> i64 {
+    let guess = wall - offset_ms(wall);
+    wall - offset_ms(guess)
+}
+
+/// `2026-11-22 11:00:01` in the zone in effect, of milliseconds since the epoch.
+pub fn datetime_ms(ms: i64) -> String {
+    format_time(ms + offset_ms(ms)).replace('T', " ")
+}
+
+/// [`datetime_ms`] of an API time; text that is not one is shown as it is.
+pub fn datetime(iso: &str) -> String {
+    match parse_iso(iso) {
+        Some(ms) => datetime_ms(ms),
+        None => iso.to_string(),
+    }
+}
+
+/// Milliseconds of an API time (`2026-11-22T10:00:01Z`, `.123Z`, or without the `Z`).
+pub fn parse_iso(iso: &str) -> Option<i64> {
+    parse_time(iso.trim_end_matches('Z')).ok()
+}
+
+/// `2026-11-22 10:00:01 UTC`: the hover text of a time.
+pub fn utc_ms(ms: i64) -> String {
+    format!("{} UTC", format_time(ms).replace('T', " "))
+}
+
+/// `2026-11-22` of an API time, as the UTC day it names (daily reports count UTC days).
 pub fn date(iso: &str) -> String {
     iso.get(..10).unwrap_or(iso).to_string()
 }
 
-/// An axis label: `HH:MM` for spans up to two days, else `MM-DD`.
+/// An axis label in the zone in effect: `HH:MM` for spans up to two days, else `MM-DD`.
 pub fn axis_label(ms: i64, span: i64) -> String {
-    let t = edge_api::stats::format_time(ms);
+    let t = format_time(ms + offset_ms(ms));
     let part = if span <= 2 * 86_400_000 { t.get(11..16) } else { t.get(5..10) };
     part.unwrap_or_default().to_string()
 }
 
-/// A time in a `<time>` element (machine-readable, with the zone on hover).
+/// A `datetime-local` input value (minutes) of a UTC time, in the zone in effect.
+pub fn wall_input(ms: i64) -> String {
+    format_time(ms + offset_ms(ms))[..16].to_string()
+}
+
+/// The UTC time of a `datetime-local` input value in the zone in effect.
+pub fn from_wall_input(value: &str) -> Option<i64> {
+    let v = if value.len() == 16 { format!("{value}:00") } else { value.to_string() };
+    parse_time(&v).ok().map(from_wall_ms)
+}
+
+/// Every IANA zone the browser knows (`Intl.supportedValuesOf`), UTC first.
+pub fn zone_names() -> Vec<String> {
+    let list =
+        js_sys::Function::new_no_args("try { return Intl.supportedValuesOf('timeZone'); } catch (e) { return []; }")
+            .call0(&wasm_bindgen::JsValue::NULL)
+            .ok()
+            .map(|v| js_sys::Array::from(&v))
+            .map(|a| a.iter().filter_map(|v| v.as_string()).collect::<Vec<_>>())
+            .unwrap_or_default();
+    std::iter::once("UTC".to_string()).chain(list.into_iter().filter(|z| z != "UTC")).collect()
+}
+
+/// A time in a `<time>` element in the display zone, with the UTC time on hover; follows a change of zone.
 #[component]
 pub fn Time(#[prop(into)] iso: String) -> impl IntoView {
-    let text = datetime(&iso);
-    let title = format!("{text} UTC");
-    view! { <time datetime=iso title=title>{text}</time> }
+    let zone = Zone::get();
+    let ms = parse_iso(&iso);
+    let text = move || {
+        zone.name();
+        ms.map(datetime_ms).unwrap_or_else(|| iso.clone())
+    };
+    view! { <time datetime=ms.map(format_time) title=ms.map(utc_ms)>{text}</time> }
+}
+
+/// [`Time`] of milliseconds.
+#[component]
+pub fn TimeMs(ms: i64) -> impl IntoView {
+    let zone = Zone::get();
+    view! {
+        <time datetime=format_time(ms) title=utc_ms(ms)>
+            {move || {
+                zone.name();
+                datetime_ms(ms)
+            }}
+        </time>
+    }
 }

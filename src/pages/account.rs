@@ -8,7 +8,7 @@ use crate::{
     components::{
         async_view::{AsyncView, act, load},
         errors::{FieldError, FormError},
-        time::Time,
+        time::{Time, Zone, zone_names},
     },
     pages::use_customer,
     session::Auth,
@@ -94,11 +94,24 @@ fn AccountForm(account: edge_api::Account) -> impl IntoView {
     let contact_email = RwSignal::new(account.contact_email.clone());
     let timezone = RwSignal::new(account.timezone.clone());
     let saved = RwSignal::new(false);
+    let zone = Zone::get();
+    zone.set_account(&account.timezone);
     let save = act(move |u: &AccountUpdate| {
         let (c, u) = (customer.get_untracked(), u.clone());
         async move { api::put_account(&c, &u).await }
     });
-    Effect::new(move |_| saved.set(matches!(save.value().get(), Some(Ok(_)))));
+    Effect::new(move |_| {
+        let result = save.value().get();
+        if let Some(Ok(a)) = &result {
+            zone.set_account(&a.timezone);
+        }
+        saved.set(matches!(result, Some(Ok(_))));
+    });
+    // The browser's IANA zones; the account's own is offered even if this browser does not know it.
+    let mut zones = zone_names();
+    if !zones.contains(&account.timezone) {
+        zones.push(account.timezone.clone());
+    }
     let error = Signal::derive(move || save.value().get().and_then(Result::err));
     let admin = move || auth.is_admin();
     let submit = move |e: ev::SubmitEvent| {
@@ -129,7 +142,16 @@ fn AccountForm(account: edge_api::Account) -> impl IntoView {
             </label>
             <label>
                 "Time zone"
-                <input name="timezone" bind:value=timezone prop:disabled=move || !admin() placeholder="UTC or e.g. Europe/Berlin" />
+                <select name="timezone" prop:value=move || timezone.get() prop:disabled=move || !admin() on:change=move |e| timezone.set(event_target_value(&e))>
+                    {zones
+                        .into_iter()
+                        .map(|z| {
+                            let selected = z == account.timezone;
+                            view! { <option value=z.clone() selected=selected>{z.clone()}</option> }
+                        })
+                        .collect_view()}
+                </select>
+                <span class="hint">"Times in the console are shown in this zone (each user may choose another for their browser under My account)."</span>
                 <FieldError error field="timezone" />
             </label>
             <p class="muted small">"Created " <Time iso=account.created.clone() /></p>

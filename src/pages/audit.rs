@@ -18,7 +18,7 @@ use crate::{
         download::{csv, download},
         errors::ApiErrorNotice,
         pager::Pager,
-        time::Time,
+        time::{self, Time, Zone},
     },
     pages::use_customer,
     session::Auth,
@@ -57,6 +57,18 @@ fn api_time(local: &str) -> String {
         16 => format!("{local}:00Z"),
         _ => format!("{local}Z"),
     }
+}
+
+/// The address keeps its times in UTC (`2026-11-22T10:00`), so that a link means the same to everyone; the
+/// form shows them in the display time zone. Empty or unreadable stays empty.
+fn wall_of(utc: &str) -> String {
+    let full = if utc.len() == 16 { format!("{utc}:00") } else { utc.to_string() };
+    edge_api::stats::parse_time(&full).map(time::wall_input).unwrap_or_default()
+}
+
+/// [`wall_of`] backwards: a form value in the display zone as the address's UTC value.
+fn utc_of(wall: &str) -> String {
+    time::from_wall_input(wall).map(|ms| edge_api::stats::format_time(ms)[..16].to_string()).unwrap_or_default()
 }
 
 /// The console's own page of a record's target, while the target exists.
@@ -187,17 +199,19 @@ fn Log() -> impl IntoView {
     let to = RwSignal::new(String::new());
     let actor = RwSignal::new(String::new());
     let target = RwSignal::new(String::new());
+    let zone = Zone::get();
     Effect::new(move |_| {
-        from.set(get("from"));
-        to.set(get("to"));
+        zone.name();
+        from.set(wall_of(&get("from")));
+        to.set(wall_of(&get("to")));
         actor.set(get("actor"));
         target.set(get("target"));
     });
     let apply = move |e: leptos::ev::SubmitEvent| {
         e.prevent_default();
         set.run(vec![
-            ("from", from.get_untracked()),
-            ("to", to.get_untracked()),
+            ("from", utc_of(&from.get_untracked())),
+            ("to", utc_of(&to.get_untracked())),
             ("actor", actor.get_untracked().trim().to_string()),
             ("target", target.get_untracked().trim().to_string()),
             ("page", String::new()),
@@ -238,10 +252,10 @@ fn Log() -> impl IntoView {
     view! {
         <form class="toolbar audit-filters card" on:submit=apply aria-label="Filter the audit log">
             <label class="inline">
-                "From (UTC) " <input type="datetime-local" name="from" bind:value=from />
+                "From " <input type="datetime-local" name="from" bind:value=from />
             </label>
             <label class="inline">
-                "To (UTC) " <input type="datetime-local" name="to" bind:value=to />
+                "To " <input type="datetime-local" name="to" bind:value=to />
             </label>
             <label class="inline">
                 "Actor " <input name="actor" placeholder="username or id" bind:value=actor />

@@ -1,8 +1,10 @@
-//! Network lists: the lists with filters and paging; a list's entries with search and paging; adding entries
-//! by paste or CSV file with a per-line validation report; removal; deployment progress.
+//! Network lists: the lists with filters and paging; a list's entries with search and paging (all in the
+//! address); adding entries by paste or file (a file of 50,000 lines is read, checked and sent without going
+//! through the text area) with a per-line validation report, sent in calls of 5,000 with each call's
+//! outcome and deployment; removal; deprecation; and "Add to network list" from the security view.
 
 use edge_api::{
-    AddEntriesResult, MAX_ENTRIES_PER_CALL, NetworkList, NetworkListUpdate, NewNetworkList, Task, normalize_entry,
+    AddEntriesResult, MAX_ENTRIES_PER_CALL, NetworkList, NetworkListUpdate, NewNetworkList, normalize_entry,
 };
 use leptos::{ev, prelude::*};
 use leptos_router::{NavigateOptions, hooks::use_navigate};
@@ -12,13 +14,14 @@ use crate::{
     api::{self, ApiError},
     components::{
         async_view::{AsyncView, act, load},
+        curl::CopyCurl,
         dialog::{Confirm, Dialog},
-        errors::FormError,
+        errors::{ApiErrorNotice, FormError},
         pager::Pager,
         progress::TaskProgress,
-        time::datetime,
+        time::Time,
     },
-    pages::{IndexOrItem, use_customer},
+    pages::{IndexOrItem, use_customer, use_query_state},
     session::Auth,
 };
 
@@ -71,15 +74,26 @@ fn ListIndex() -> impl IntoView {
     let customer = use_customer();
     let auth = Auth::get();
     let navigate = use_navigate();
-    let page = RwSignal::new(1u64);
-    let list_type = RwSignal::new(String::new());
-    let deprecated = RwSignal::new(false);
+    let q = use_query_state();
+    let page = Memo::new(move |_| q.page("page"));
+    let list_type = Memo::new(move |_| q.get("type"));
+    let deprecated = Memo::new(move |_| q.get("deprecated") == "1");
     let creating = RwSignal::new(false);
     let reload = RwSignal::new(0u32);
+    let url = Memo::new(move |_| {
+        let t = list_type.get();
+        api::lists_url(
+            &customer.get(),
+            page.get(),
+            LISTS_PER_PAGE,
+            (!t.is_empty()).then_some(t.as_str()),
+            deprecated.get(),
+        )
+    });
     let lists = load(move || {
-        let (c, p, t, d) = (customer.get(), page.get(), list_type.get(), deprecated.get());
+        let u = url.get();
         reload.track();
-        async move { api::list_lists(&c, p, LISTS_PER_PAGE, (!t.is_empty()).then_some(t.as_str()), d).await }
+        async move { api::get_json::<edge_api::NetworkListPage>(&u).await }
     });
     let open = Callback::new(move |id: String| {
         navigate(&format!("?list={}", api::encode(&id)), NavigateOptions::default());
@@ -88,10 +102,7 @@ fn ListIndex() -> impl IntoView {
         <div class="toolbar">
             <label class="inline">
                 "Type "
-                <select name="list-type" on:change=move |e| {
-                    list_type.set(event_target_value(&e));
-                    page.set(1);
-                }>
+                <select name="list-type" prop:value=move || list_type.get() on:change=move |e| q.set(&[("type", event_target_value(&e)), ("page", String::new())])>
                     <option value="">"IP and GEO"</option>
                     <option value="IP">"IP"</option>
                     <option value="GEO">"GEO"</option>
@@ -100,14 +111,13 @@ fn ListIndex() -> impl IntoView {
             <label class="check inline">
                 <input
                     type="checkbox"
-                    on:change=move |e| {
-                        deprecated.set(event_target_checked(&e));
-                        page.set(1);
-                    }
+                    prop:checked=move || deprecated.get()
+                    on:change=move |e| q.set(&[("deprecated", if event_target_checked(&e) { "1".into() } else { String::new() }), ("page", String::new())])
                 />
                 "Include deprecated"
             </label>
             <span class="spacer"></span>
+            <CopyCurl path=move || Some(url.get()) />
             <Show when=move || auth.can_write()>
                 <button class="primary" id="new-list" on:click=move |_| creating.set(true)>
                     "New list"
@@ -122,6 +132,7 @@ fn ListIndex() -> impl IntoView {
                     p => {
                         let shown = p.items.len() as u64;
                         view! {
+                            <div class="table-scroll">
                             <table class="data lists">
                                 <thead>
                                     <tr>
@@ -150,7 +161,7 @@ fn ListIndex() -> impl IntoView {
                                                     </td>
                                                     <td class="muted">{l.description.clone()}</td>
                                                     <td>
-                                                        {datetime(l.modified_timestamp.as_deref().unwrap_or(&l.creation_timestamp))}
+                                                        <Time iso=l.modified_timestamp.clone().unwrap_or_else(|| l.creation_timestamp.clone()) />
                                                     </td>
                                                 </tr>
                                             }
@@ -158,7 +169,8 @@ fn ListIndex() -> impl IntoView {
                                         .collect_view()}
                                 </tbody>
                             </table>
-                            <Pager page=p.page_index per_page=LISTS_PER_PAGE shown total=p.total on_page=Callback::new(move |n| page.set(n)) />
+                            </div>
+                            <Pager page=p.page_index per_page=LISTS_PER_PAGE shown total=p.total on_page=Callback::new(move |n: u64| q.set(&[("page", n.to_string())])) />
                         }
                             .into_any()
                     }
@@ -236,12 +248,13 @@ fn NewListDialog(on_done: Callback<NetworkList>, on_close: Callback<()>) -> impl
     }
 }
 
-/// A removal awaiting confirmation: an entry, all entries, or the list.
+/// A change awaiting confirmation: removing an entry, all entries or the list, or deprecating it.
 #[derive(Clone)]
 enum Removal {
     Entry { id: String, value: String },
     AllEntries,
     List,
+    Deprecate,
 }
 
 #[component]
@@ -257,7 +270,7 @@ fn ListDetail(id: String) -> impl IntoView {
         async move { api::get_list(&c, &list_id.get_value()).await }
     });
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
-    let task = RwSignal::new(None::<Task>);
+    let task = RwSignal::new(None::<edge_api::Task>);
     let pending = RwSignal::new(None::<Removal>);
     let act = act(move |a: &Removal| {
         let (c, a, id) = (customer.get_untracked(), a.clone(), list_id.get_value());
@@ -266,6 +279,11 @@ fn ListDetail(id: String) -> impl IntoView {
                 Removal::Entry { id: entry, .. } => api::delete_entry(&c, &id, &entry).await.map(Some),
                 Removal::AllEntries => api::clear_entries(&c, &id).await.map(Some),
                 Removal::List => api::delete_list(&c, &id).await.map(|_| None),
+                Removal::Deprecate => {
+                    api::update_list(&c, &id, &NetworkListUpdate { deprecated: Some(true), ..Default::default() })
+                        .await
+                        .map(|_| None)
+                }
             }
         }
     });
@@ -278,7 +296,9 @@ fn ListDetail(id: String) -> impl IntoView {
                 if deleted_list {
                     navigate("?", NavigateOptions::default());
                 } else {
-                    task.set(t);
+                    if t.is_some() {
+                        task.set(t);
+                    }
                     reload.update(|n| *n += 1);
                 }
             }
@@ -300,7 +320,7 @@ fn ListDetail(id: String) -> impl IntoView {
                 .map(|(id, list_type)| {
                     let writable = auth.can_write();
                     view! {
-                        {writable.then(|| view! { <AddEntries list_id=id.clone() list_type task reload /> })}
+                        {writable.then(|| view! { <AddEntries list_id=id.clone() list_type reload /> })}
                         <Entries list_id=id writable reload pending />
                     }
                 })
@@ -325,6 +345,11 @@ fn ListDetail(id: String) -> impl IntoView {
                             "Delete this list?".to_string(),
                             "The list and all its entries are deleted. This cannot be undone.".to_string(),
                             "Delete list",
+                        ),
+                        Removal::Deprecate => (
+                            "Deprecate this list?".to_string(),
+                            "A deprecated list is hidden from the lists (unless asked for) and should no longer be used by rules; the rules that use it keep working. You can undeprecate it later.".to_string(),
+                            "Deprecate list",
                         ),
                     };
                     view! {
@@ -388,8 +413,9 @@ fn ListHeader(
             </h2>
             <p class="muted">{if list.description.is_empty() { "No description.".to_string() } else { list.description.clone() }}</p>
             <p class="small muted">
-                {format!("Id {} · created {}", list.id, datetime(&list.creation_timestamp))}
-                {list.modified_timestamp.as_deref().map(|m| format!(" · modified {}", datetime(m)))}
+                {format!("Id {} · created ", list.id)}
+                <Time iso=list.creation_timestamp.clone() />
+                {list.modified_timestamp.clone().map(|m| view! { " · modified " <Time iso=m /> })}
             </p>
             <FormError error fields=&[] />
             <Show when=move || editing.get()>
@@ -408,8 +434,11 @@ fn ListHeader(
                         <div class="actions left">
                             <button on:click=move |_| editing.set(true)>"Rename or describe"</button>
                             <button on:click=move |_| {
-                                update
-                                    .dispatch(NetworkListUpdate { deprecated: Some(!deprecated), ..Default::default() });
+                                if deprecated {
+                                    update.dispatch(NetworkListUpdate { deprecated: Some(false), ..Default::default() });
+                                } else {
+                                    pending.set(Some(Removal::Deprecate));
+                                }
                             }>{if deprecated { "Undeprecate" } else { "Deprecate" }}</button>
                             <button class="danger-outline" on:click=move |_| pending.set(Some(Removal::AllEntries))>
                                 "Delete all entries"
@@ -424,52 +453,91 @@ fn ListHeader(
     }
 }
 
+/// One call of a large add: the lines it carries and how it went.
+#[derive(Clone)]
+struct AddCall {
+    /// 1-based numbers of its first and last value (of the valid, distinct values).
+    from: usize,
+    to: usize,
+    result: Option<Result<AddEntriesResult, ApiError>>,
+}
+
+/// Sends `values` in calls of at most 5,000, one after the other, each call's outcome (and its deployment
+/// task) reported in `calls`; a failed call does not stop the others.
+async fn add_in_calls(customer: String, list: String, values: Vec<String>, calls: RwSignal<Vec<AddCall>>) {
+    let chunks: Vec<Vec<String>> = values.chunks(MAX_ENTRIES_PER_CALL).map(<[String]>::to_vec).collect();
+    let _ = calls.try_set(
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| AddCall {
+                from: i * MAX_ENTRIES_PER_CALL + 1,
+                to: i * MAX_ENTRIES_PER_CALL + c.len(),
+                result: None,
+            })
+            .collect(),
+    );
+    for (i, chunk) in chunks.iter().enumerate() {
+        let r = api::add_entries(&customer, &list, chunk).await;
+        let stored = calls.try_update(|all| {
+            if let Some(call) = all.get_mut(i) {
+                call.result = Some(r);
+            }
+        });
+        if stored.is_none() {
+            return;
+        }
+    }
+}
+
+/// Where the lines come from: typed or pasted, or a file (kept out of the text area: it may be large).
+#[derive(Clone, PartialEq)]
+enum Lines {
+    Text,
+    File { name: String, text: String },
+}
+
 #[component]
-fn AddEntries(
-    list_id: String,
-    list_type: String,
-    task: RwSignal<Option<Task>>,
-    reload: RwSignal<u32>,
-) -> impl IntoView {
+fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl IntoView {
     let customer = use_customer();
     let text = RwSignal::new(String::new());
+    let source = RwSignal::new(Lines::Text);
     let checked = RwSignal::new(None::<Vec<CheckedLine>>);
-    let lt = list_type.clone();
-    let check = move || checked.set(Some(check_lines(&lt, &text.get_untracked())));
+    let calls = RwSignal::new(Vec::<AddCall>::new());
+    let sending = RwSignal::new(false);
+    let lt = StoredValue::new(list_type.clone());
+    let check = move || {
+        let t = match source.get_untracked() {
+            Lines::Text => text.get_untracked(),
+            Lines::File { text, .. } => text,
+        };
+        checked.set(Some(check_lines(&lt.get_value(), &t)));
+    };
     let id = StoredValue::new(list_id);
-    let add = act(move |values: &Vec<String>| {
-        let (c, values) = (customer.get_untracked(), values.clone());
-        async move {
-            // The API takes at most 5,000 entries a call: send them in calls of that size, add up the counts.
-            let (mut added, mut already_present, mut last) = (0, 0, None);
-            for chunk in values.chunks(MAX_ENTRIES_PER_CALL) {
-                let r: AddEntriesResult = api::add_entries(&c, &id.get_value(), chunk).await?;
-                added += r.added;
-                already_present += r.already_present;
-                last = Some(r);
+    let add = move |values: Vec<String>| {
+        sending.set(true);
+        let c = customer.get_untracked();
+        leptos::task::spawn_local(async move {
+            add_in_calls(c, id.get_value(), values, calls).await;
+            let _ = sending.try_set(false);
+            if calls.with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) {
+                let _ = text.try_set(String::new());
+                let _ = source.try_set(Lines::Text);
+                let _ = checked.try_set(None);
             }
-            Ok::<_, ApiError>(last.map(|r| AddEntriesResult { added, already_present, ..r }))
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(Some(r))) = add.value().get() {
-            task.set(Some(r.task.clone()));
-            text.set(String::new());
-            checked.set(None);
-            reload.update(|n| *n += 1);
-        }
-    });
-    let error = Signal::derive(move || add.value().get().and_then(Result::err));
-    let lt = list_type.clone();
+            let _ = reload.try_update(|n| *n += 1);
+        });
+    };
     let on_file = move |e: ev::Event| {
         let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
         let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        let lt = lt.clone();
+        // Cleared, so that choosing the same file again (after changing it) is read again.
+        input.set_value("");
         leptos::task::spawn_local(async move {
             if let Ok(content) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
                 let content = content.as_string().unwrap_or_default();
-                checked.set(Some(check_lines(&lt, &content)));
-                text.set(content);
+                let _ = checked.try_set(Some(check_lines(&lt.get_value(), &content)));
+                let _ = source.try_set(Lines::File { name: file.name(), text: content });
             }
         });
     };
@@ -484,11 +552,27 @@ fn AddEntries(
                     "One ISO 3166-1 two-letter country code per line (or the first column of a CSV file)."
                 }}
             </p>
-            <textarea name="entries" rows="6" placeholder=placeholder bind:value=text on:input=move |_| checked.set(None)></textarea>
+            {move || match source.get() {
+                Lines::Text => {
+                    view! { <textarea name="entries" rows="6" aria-label="Entries, one per line" placeholder=placeholder bind:value=text on:input=move |_| checked.set(None)></textarea> }.into_any()
+                }
+                Lines::File { name, .. } => {
+                    view! {
+                        <p class="file-chosen" id="entries-file">
+                            {format!("From the file {name}. ")}
+                            <button type="button" class="link" on:click=move |_| {
+                                source.set(Lines::Text);
+                                checked.set(None);
+                            }>"Type or paste instead"</button>
+                        </p>
+                    }
+                        .into_any()
+                }
+            }}
             <div class="actions left">
                 <button on:click=move |_| check()>"Check"</button>
                 <label class="file">
-                    "Upload CSV… " <input type="file" accept=".csv,.txt,text/csv,text/plain" on:change=on_file />
+                    "Upload a file… " <input type="file" name="entries-file" accept=".csv,.txt,text/csv,text/plain" on:change=on_file />
                 </label>
             </div>
             {move || {
@@ -496,8 +580,9 @@ fn AddEntries(
                     .get()
                     .map(|lines| {
                         let valid = valid_values(&lines);
-                        let invalid: Vec<CheckedLine> = lines.iter().filter(|l| l.result.is_err()).cloned().collect();
+                        let invalid: Vec<&CheckedLine> = lines.iter().filter(|l| l.result.is_err()).collect();
                         let n = valid.len();
+                        let calls_needed = n.div_ceil(MAX_ENTRIES_PER_CALL);
                         view! {
                             <div class="report" role="status">
                                 <p>
@@ -508,6 +593,7 @@ fn AddEntries(
                                         lines.len(),
                                         if lines.iter().filter(|l| l.result.is_ok()).count() > n { " (duplicates merged)" } else { "" },
                                     )}
+                                    {(calls_needed > 1).then(|| format!("; sent in {calls_needed} calls of at most {MAX_ENTRIES_PER_CALL}"))}
                                 </p>
                                 {(!invalid.is_empty())
                                     .then(|| {
@@ -529,28 +615,89 @@ fn AddEntries(
                                             </ul>
                                         }
                                     })}
-                                <button class="primary" disabled=move || n == 0 || add.pending().get() on:click=move |_| {
-                                    add.dispatch(valid.clone());
-                                }>{format!("Add {n} entries")}</button>
+                                <button class="primary" disabled=move || n == 0 || sending.get() on:click=move |_| add(valid.clone())>
+                                    {format!("Add {n} entries")}
+                                </button>
                             </div>
                         }
                     })
             }}
-            {move || {
-                add.value()
-                    .get()
-                    .and_then(Result::ok)
-                    .flatten()
-                    .map(|r| {
-                        view! {
-                            <div class="notice success" role="status">
-                                {format!("Added {} entries; {} were already in the list.", r.added, r.already_present)}
-                            </div>
-                        }
-                    })
-            }}
-            <FormError error fields=&[] />
+            <AddReport calls />
         </div>
+    }
+}
+
+/// How each call of an add went: its counts and its deployment, or its error.
+#[component]
+fn AddReport(calls: RwSignal<Vec<AddCall>>) -> impl IntoView {
+    move || {
+        let all = calls.get();
+        if all.is_empty() {
+            return ().into_any();
+        }
+        let (added, present) = all
+            .iter()
+            .filter_map(|c| c.result.as_ref()?.as_ref().ok())
+            .fold((0, 0), |(a, p), r| (a + r.added, p + r.already_present));
+        let failed = all.iter().filter(|c| matches!(c.result, Some(Err(_)))).count();
+        let finished = all.iter().all(|c| c.result.is_some());
+        let summary = if !finished {
+            format!("Sending… {} of {} call(s) answered.", all.iter().filter(|c| c.result.is_some()).count(), all.len())
+        } else if failed == 0 {
+            format!("Added {added} entries; {present} were already in the list.")
+        } else {
+            format!(
+                "{} of {} call(s) failed; the others added {added} entries ({present} were already in the list).",
+                failed,
+                all.len()
+            )
+        };
+        let class = if finished && failed == 0 {
+            "notice success"
+        } else if failed > 0 {
+            "notice error"
+        } else {
+            "notice info"
+        };
+        let several = all.len() > 1;
+        view! {
+            <div class=class role="status" id="add-summary">{summary}</div>
+            <ul class="calls">
+                {all
+                    .into_iter()
+                    .map(|c| {
+                        let range = if several { format!("Values {}–{}: ", c.from, c.to) } else { String::new() };
+                        let status = match &c.result {
+                            None => "pending",
+                            Some(Ok(_)) => "ok",
+                            Some(Err(_)) => "failed",
+                        };
+                        view! {
+                            <li class="call" data-status=status>
+                                {match c.result {
+                                    None => view! { <span class="muted">{format!("{range}sending…")}</span> }.into_any(),
+                                    Some(Ok(r)) => {
+                                        view! {
+                                            <span>{format!("{range}{} added, {} already present", r.added, r.already_present)}</span>
+                                            <TaskProgress task=r.task />
+                                        }
+                                            .into_any()
+                                    }
+                                    Some(Err(error)) => {
+                                        view! {
+                                            <span class="field-error">{format!("{range}not added:")}</span>
+                                            <ApiErrorNotice error />
+                                        }
+                                            .into_any()
+                                    }
+                                }}
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        }
+        .into_any()
     }
 }
 
@@ -562,25 +709,32 @@ fn Entries(
     pending: RwSignal<Option<Removal>>,
 ) -> impl IntoView {
     let customer = use_customer();
-    let page = RwSignal::new(1u64);
-    let query = RwSignal::new(String::new());
-    let search = RwSignal::new(String::new());
+    let q = use_query_state();
+    let page = Memo::new(move |_| q.page("page"));
+    let search = Memo::new(move |_| q.get("q"));
+    let query = RwSignal::new(search.get_untracked());
     let id = StoredValue::new(list_id);
+    let url = Memo::new(move |_| {
+        api::entries_url(&customer.get(), &id.get_value(), page.get(), ENTRIES_PER_PAGE, &search.get())
+    });
     let entries = load(move || {
-        let (c, p, s) = (customer.get(), page.get(), search.get());
+        let u = url.get();
         reload.track();
-        async move { api::list_entries(&c, &id.get_value(), p, ENTRIES_PER_PAGE, &s).await }
+        async move { api::get_json::<edge_api::EntryPage>(&u).await }
     });
     let on_search = move |e: ev::SubmitEvent| {
         e.prevent_default();
-        page.set(1);
-        search.set(query.get_untracked());
+        q.set(&[("q", query.get_untracked().trim().to_string()), ("page", String::new())]);
     };
     view! {
         <div class="card panel wide">
-            <h2>"Entries"</h2>
+            <div class="toolbar">
+                <h2>"Entries"</h2>
+                <span class="spacer"></span>
+                <CopyCurl path=move || Some(url.get()) />
+            </div>
             <form class="search" role="search" on:submit=on_search>
-                <input type="search" placeholder="Search entries" aria-label="Search entries" bind:value=query />
+                <input type="search" name="q" placeholder="Search entries" aria-label="Search entries" bind:value=query />
                 <button type="submit">"Search"</button>
             </form>
             <AsyncView resource=entries loading="Loading entries…" let:answer>
@@ -589,13 +743,14 @@ fn Entries(
                         p => {
                             let shown = p.items.len() as u64;
                             view! {
+                                <div class="table-scroll">
                                 <table class="data entries">
                                     <thead>
                                         <tr>
-                                            <th>"Entry"</th>
-                                            <th>"Added by"</th>
-                                            <th>"Added"</th>
-                                            {writable.then(|| view! { <th class="actions"></th> })}
+                                            <th scope="col">"Entry"</th>
+                                            <th scope="col">"Added by"</th>
+                                            <th scope="col">"Added"</th>
+                                            {writable.then(|| view! { <th scope="col" class="actions"></th> })}
                                         </tr>
                                     </thead>
                                     <tbody>
@@ -610,7 +765,7 @@ fn Entries(
                                                             <code>{e.entry.clone()}</code>
                                                         </td>
                                                         <td>{e.added_by.clone()}</td>
-                                                        <td>{datetime(&e.creation_timestamp)}</td>
+                                                        <td><Time iso=e.creation_timestamp.clone() /></td>
                                                         {writable
                                                             .then(|| {
                                                                 view! {
@@ -627,12 +782,128 @@ fn Entries(
                                             .collect_view()}
                                     </tbody>
                                 </table>
-                                <Pager page=p.page_index per_page=ENTRIES_PER_PAGE shown total=p.total on_page=Callback::new(move |n| page.set(n)) />
+                                </div>
+                                <Pager page=p.page_index per_page=ENTRIES_PER_PAGE shown total=p.total on_page=Callback::new(move |n: u64| q.set(&[("page", n.to_string())])) />
                             }
                                 .into_any()
                         }
                 }}
             </AsyncView>
         </div>
+    }
+}
+
+/// "Add to network list" from the security view: which value (a client IP or a country), into which list of
+/// its type, confirmed; then the deployment, followed until it completes.
+#[component]
+pub fn AddToListDialog(
+    /// The values offered, each with the list type it goes into (`IP` or `GEO`).
+    choices: Vec<(&'static str, String)>,
+    on_close: Callback<()>,
+) -> impl IntoView {
+    let customer = use_customer();
+    let choice = RwSignal::new(0usize);
+    let choices = StoredValue::new(choices);
+    let kind = Memo::new(move |_| choices.with_value(|c| c.get(choice.get()).map(|(k, _)| *k).unwrap_or("IP")));
+    let lists = load(move || {
+        let (c, k) = (customer.get(), kind.get());
+        async move { api::list_lists(&c, 1, 100, Some(k), false).await }
+    });
+    let target = RwSignal::new(String::new());
+    let result = RwSignal::new(None::<Result<AddEntriesResult, ApiError>>);
+    let pending = RwSignal::new(false);
+    let confirm = move |_| {
+        let Some((_, value)) = choices.with_value(|c| c.get(choice.get_untracked()).cloned()) else { return };
+        let list = target.get_untracked();
+        if list.is_empty() {
+            return;
+        }
+        pending.set(true);
+        let c = customer.get_untracked();
+        leptos::task::spawn_local(async move {
+            let r = api::add_entries(&c, &list, &[value]).await;
+            let _ = pending.try_set(false);
+            let _ = result.try_set(Some(r));
+        });
+    };
+    let title = choices.with_value(|c| match c.as_slice() {
+        [(_, v)] => format!("Add {v} to a network list"),
+        _ => "Add to a network list".to_string(),
+    });
+    view! {
+        <Dialog title on_close id="add-to-list">
+            {move || match result.get() {
+                Some(Ok(r)) => {
+                    let href = format!("/{}/lists?list={}", customer.get_untracked(), api::encode(&r.list.id));
+                    view! {
+                        <p role="status">
+                            {if r.added > 0 { format!("Added to {}.", r.list.name) } else { format!("Already in {}.", r.list.name) }}
+                        </p>
+                        <TaskProgress task=r.task />
+                        <div class="actions">
+                            <a href=href>"Open the list"</a>
+                            <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Close"</button>
+                        </div>
+                    }
+                        .into_any()
+                }
+                other => {
+                    let several = choices.with_value(Vec::len) > 1;
+                    view! {
+                        {several
+                            .then(|| {
+                                view! {
+                                    <fieldset class="choices">
+                                        <legend>"Value"</legend>
+                                        {choices
+                                            .get_value()
+                                            .into_iter()
+                                            .enumerate()
+                                            .map(|(i, (k, v))| {
+                                                view! {
+                                                    <label class="check">
+                                                        <input type="radio" name="value" prop:checked=move || choice.get() == i on:change=move |_| {
+                                                            choice.set(i);
+                                                            target.set(String::new());
+                                                        } />
+                                                        {format!("{v} ({})", if k == "IP" { "client IP" } else { "country" })}
+                                                    </label>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </fieldset>
+                                }
+                            })}
+                        <AsyncView resource=lists loading="Loading lists…" let:page>
+                            {if page.items.is_empty() {
+                                view! { <p class="muted">{format!("There is no {} list yet: create one under Network lists.", kind.get_untracked())}</p> }.into_any()
+                            } else {
+                                if target.get_untracked().is_empty() {
+                                    target.set(page.items[0].id.clone());
+                                }
+                                view! {
+                                    <label>
+                                        "List"
+                                        <select name="list" prop:value=move || target.get() on:change=move |e| target.set(event_target_value(&e))>
+                                            {page.items.iter().map(|l| view! { <option value=l.id.clone()>{l.name.clone()}</option> }).collect_view()}
+                                        </select>
+                                    </label>
+                                }
+                                    .into_any()
+                            }}
+                        </AsyncView>
+                        <p class="muted small">"The list's new version is deployed to the edge; rules that use the list apply to the value from then on."</p>
+                        {other.and_then(Result::err).map(|error| view! { <ApiErrorNotice error /> })}
+                        <div class="actions">
+                            <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Cancel"</button>
+                            <button type="button" class="primary" id="confirm-add" disabled=move || pending.get() || target.get().is_empty() on:click=confirm>
+                                "Add to list"
+                            </button>
+                        </div>
+                    }
+                        .into_any()
+                }
+            }}
+        </Dialog>
     }
 }

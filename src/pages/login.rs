@@ -1,14 +1,11 @@
 //! The login page: customer, username and password, then a one-time password when the account asks for one.
 
 use leptos::prelude::*;
-use leptos_router::{
-    NavigateOptions,
-    hooks::{use_navigate, use_query_map},
-};
 
 use crate::{
     api::{self, ApiError},
     components::async_view::act,
+    pages::query_param,
     session::{Auth, LoggedIn, remembered_login},
 };
 
@@ -22,11 +19,9 @@ struct Attempt {
 
 #[component]
 pub fn LoginPage() -> impl IntoView {
-    let query = use_query_map();
     let auth = Auth::get();
-    let navigate = use_navigate();
     let remembered = remembered_login();
-    let query_customer = query.read_untracked().get("customer").filter(|c| !c.is_empty());
+    let query_customer = query_param("customer").filter(|c| !c.is_empty());
     let initial_customer = query_customer.clone().or_else(|| remembered.as_ref().map(|(c, _)| c.clone()));
     let initial_username =
         remembered.filter(|(c, _)| Some(c) == initial_customer.as_ref()).map(|(_, u)| u).unwrap_or_default();
@@ -37,7 +32,7 @@ pub fn LoginPage() -> impl IntoView {
     let otp = RwSignal::new(String::new());
     let need_otp = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
-    let expired = query.read_untracked().get("reason").as_deref() == Some("expired");
+    let expired = query_param("reason").as_deref() == Some("expired");
 
     let login = act(move |a: &Attempt| {
         let a = a.clone();
@@ -49,15 +44,11 @@ pub fn LoginPage() -> impl IntoView {
 
     Effect::new(move |_| match login.value().get() {
         Some(Ok(logged_in)) => {
-            let next = query
-                .read_untracked()
-                .get("next")
+            let next = query_param("next")
                 .filter(|n| n.starts_with(&format!("/{}/", logged_in.customer)))
                 .unwrap_or_else(|| format!("/{}/stats", logged_in.customer));
             auth.set(logged_in);
-            if !crate::signin::open_console(&next) {
-                navigate(&next, NavigateOptions { replace: true, ..Default::default() });
-            }
+            crate::signin::open_console(&next);
         }
         Some(Err(e)) if e.kind() == "otp_required" => {
             need_otp.set(true);

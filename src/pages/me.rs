@@ -1,4 +1,5 @@
-//! My account: who I am, change my password, set up two-factor authentication.
+//! My account: who I am, the time zone of this browser, my sessions (ending any), change my password, set up
+//! two-factor authentication.
 
 use edge_api::{OtpPairing, OtpSeed, PASSWORD_MIN_LENGTH, User, check_password_policy};
 use leptos::{ev, prelude::*};
@@ -6,7 +7,12 @@ use qrcode::{QrCode, render::svg};
 
 use crate::{
     api::{self, ApiError, Confirm},
-    components::{async_view::act, errors::FormError},
+    components::{
+        async_view::{AsyncView, act, load},
+        dialog,
+        errors::FormError,
+        time::{Time, Zone, zone_names},
+    },
     pages::use_customer,
     session::Auth,
 };
@@ -24,6 +30,8 @@ pub fn MyAccount() -> impl IntoView {
                 Some(me) => {
                     view! {
                         <Profile me=me.clone() />
+                        <TimeZonePreference />
+                        <Sessions />
                         <ChangePassword me=me.clone() />
                         <TwoFactor me />
                     }
@@ -55,6 +63,151 @@ fn Profile(me: User) -> impl IntoView {
             </dl>
             <p class="muted small">"An administrator changes these details under Users & roles."</p>
         </div>
+    }
+}
+
+/// The time zone of this browser: the account's, or one of the user's own choice.
+#[component]
+fn TimeZonePreference() -> impl IntoView {
+    let zone = Zone::get();
+    let current = zone.preference().unwrap_or_default();
+    let zones = zone_names();
+    view! {
+        <div class="card panel form" id="time-zone">
+            <h2>"Time zone"</h2>
+            <label>
+                "Show times in"
+                <select
+                    name="browser-timezone"
+                    on:change=move |e| {
+                        let v = event_target_value(&e);
+                        zone.set_preference((!v.is_empty()).then_some(v));
+                    }
+                >
+                    <option value="" selected=current.is_empty()>
+                        {move || format!("The account's time zone ({})", zone.account())}
+                    </option>
+                    {zones
+                        .into_iter()
+                        .map(|z| {
+                            let selected = z == current;
+                            view! { <option value=z.clone() selected=selected>{z.clone()}</option> }
+                        })
+                        .collect_view()}
+                </select>
+                <span class="hint">"For this browser only. Hovering over a time shows it in UTC."</span>
+            </label>
+        </div>
+    }
+}
+
+/// The user's own sessions, this one marked, each of the others with "End session".
+#[component]
+fn Sessions() -> impl IntoView {
+    let customer = use_customer();
+    let auth = Auth::get();
+    let reload = RwSignal::new(0u32);
+    let sessions = load(move || {
+        let c = customer.get();
+        reload.track();
+        async move { api::own_sessions(&c).await }
+    });
+    let ending = RwSignal::new(None::<(String, bool)>);
+    let end = act(move |r: &String| {
+        let (c, r) = (customer.get_untracked(), r.clone());
+        async move { api::end_own_session(&c, &r).await }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(())) = end.value().get() {
+            let current = ending.get_untracked().is_some_and(|(_, current)| current);
+            ending.set(None);
+            end.value().set(None);
+            if current {
+                // This browser's own session: logged out, as by "Log out".
+                auth.clear();
+                let _ = window()
+                    .location()
+                    .set_href(&format!("/login?customer={}", api::encode(&customer.get_untracked())));
+            } else {
+                reload.update(|n| *n += 1);
+            }
+        }
+    });
+    let error = Signal::derive(move || end.value().get().and_then(Result::err));
+    view! {
+        <div class="card panel" id="sessions">
+            <h2>"Sessions"</h2>
+            <p class="muted small">"Where you are logged in. End a session you do not recognise, then change your password."</p>
+            <AsyncView resource=sessions loading="Loading sessions…" let:list>
+                <div class="table-scroll">
+                    <table class="data sessions">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Session"</th>
+                                <th scope="col">"Started"</th>
+                                <th scope="col">"Last used"</th>
+                                <th scope="col">"Ends"</th>
+                                <th scope="col" class="actions">"Actions"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {list
+                                .items
+                                .into_iter()
+                                .map(|s| {
+                                    let r = s.reference.clone();
+                                    let current = s.current;
+                                    view! {
+                                        <tr data-session=s.reference.clone() data-current=current.to_string()>
+                                            <td>
+                                                <code>{s.reference.clone()}</code>
+                                                {current.then(|| view! { " " <span class="badge ok">"this browser"</span> })}
+                                            </td>
+                                            <td><Time iso=s.created.clone() /></td>
+                                            <td><Time iso=s.last_access.clone() /></td>
+                                            <td><Time iso=s.expires.clone() /></td>
+                                            <td class="actions">
+                                                <button type="button" class="link danger" on:click=move |_| ending.set(Some((r.clone(), current)))>
+                                                    {if current { "Log out" } else { "End session" }}
+                                                </button>
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+                {(list.total > 100).then(|| view! { <p class="muted small">{format!("The 100 most recently used of {}.", list.total)}</p> })}
+            </AsyncView>
+        </div>
+        {move || {
+            ending
+                .get()
+                .map(|(r, current)| {
+                    let message = if current {
+                        "This is the session of this browser: ending it logs you out here.".to_string()
+                    } else {
+                        format!("Session {r} is ended at once: whoever uses it must log in again.")
+                    };
+                    view! {
+                        <dialog::Confirm
+                            title=if current { "Log out?".to_string() } else { "End this session?".to_string() }
+                            message
+                            action=if current { "Log out".to_string() } else { "End session".to_string() }
+                            pending=end.pending()
+                            error
+                            on_confirm=Callback::new(move |_| {
+                                end.dispatch(r.clone());
+                            })
+                            on_close=Callback::new(move |_| {
+                                end.value().set(None);
+                                ending.set(None);
+                            })
+                        />
+                    }
+                })
+        }}
     }
 }
 

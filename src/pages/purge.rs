@@ -1,20 +1,32 @@
-//! Purge: many URIs at once (one per line), action and match mode, each line checked against the account's
-//! host patterns before sending; a live progress bar per transaction; the recent purges.
+//! Purge: up to 10,000 URIs at once (pasted one per line, or a file), action and match mode, each line checked
+//! against the account's host patterns before sending; a confirmation naming how many URIs on which hosts
+//! (and warning about prefix purges); the URIs sent in requests of 500, paced under the API's 2 requests a
+//! second (waiting as a 429's Retry-After says); one overall progress and each transaction's status; the
+//! recent purges. Also "Purge this URL" from the statistics' top URLs.
 
 use edge_api::{MATCH_MODES, PurgeBody, PurgeRequest, PurgeUri, TransactionStatus, TransactionSummary, uri_problems};
 use leptos::{ev, prelude::*, task::spawn_local};
+use wasm_bindgen::JsCast;
 
 use crate::{
-    api,
+    api::{self, ApiError, Purged},
     components::{
-        async_view::{AsyncView, act, load},
-        errors::FormError,
-        progress::{ProgressBar, poll},
-        time::datetime_ms,
+        async_view::{AsyncView, load},
+        dialog::{Confirm, Dialog},
+        errors::ApiErrorNotice,
+        progress::{ProgressBar, follow, sleep},
+        time::TimeMs,
     },
     pages::use_customer,
     session::Auth,
 };
+
+/// The most URIs one submission takes.
+pub const MAX_URIS: usize = 10_000;
+/// URIs per purge request.
+pub const CHUNK: usize = 500;
+/// The API takes 2 purge requests a second per customer: one every half second at most.
+const PACE_MS: f64 = 500.0;
 
 /// One line of the form, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +52,74 @@ pub fn check_purge_lines(text: &str, mode: &str, modifier: &str, patterns: &[Str
         .collect()
 }
 
+/// The distinct hosts of URI patterns, in order.
+pub fn hosts_of(uris: &[PurgeUri]) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for u in uris {
+        let p = u.uri_pattern.trim();
+        let rest = p.strip_prefix("https://").or_else(|| p.strip_prefix("http://")).unwrap_or(p);
+        let host = rest.split('/').next().unwrap_or_default().to_ascii_lowercase();
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    hosts
+}
+
+/// Where one request of a submission stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk {
+    Waiting,
+    /// Refused for the rate limit; sent again at this time (ms).
+    Retrying(f64),
+    Sent(TransactionStatus),
+    Failed(String),
+}
+
+/// One submission: its URIs in requests, and how each stands.
+#[derive(Clone)]
+struct Submission {
+    action: String,
+    /// (first URI's number from 1, URIs in the request, its state)
+    chunks: Vec<(usize, usize, RwSignal<Chunk>)>,
+}
+
+impl Submission {
+    fn percent(&self) -> u8 {
+        let n = self.chunks.len().max(1) as u64;
+        let sum: u64 = self
+            .chunks
+            .iter()
+            .map(|(_, _, c)| match c.get() {
+                Chunk::Sent(t) => u64::from(t.transaction_response.percent_received_responses),
+                Chunk::Failed(_) => 100,
+                _ => 0,
+            })
+            .sum();
+        (sum / n) as u8
+    }
+
+    fn summary(&self) -> String {
+        let (mut done, mut failed, mut retrying) = (0, 0, 0);
+        for (_, _, c) in &self.chunks {
+            match c.get() {
+                Chunk::Sent(t) if t.transaction_response.transaction_status != "PENDING" => done += 1,
+                Chunk::Failed(_) => failed += 1,
+                Chunk::Retrying(_) => retrying += 1,
+                _ => {}
+            }
+        }
+        let mut text = format!("{done} of {} request(s) complete", self.chunks.len());
+        if failed > 0 {
+            text.push_str(&format!(", {failed} failed"));
+        }
+        if retrying > 0 {
+            text.push_str(", waiting for the rate limit");
+        }
+        text
+    }
+}
+
 #[component]
 pub fn Purge() -> impl IntoView {
     let customer = use_customer();
@@ -58,36 +138,7 @@ pub fn Purge() -> impl IntoView {
         history_reload.track();
         async move { api::recent_purges(&c).await }
     });
-    let running = RwSignal::new(Vec::<TransactionStatus>::new());
-    // Follow the transactions submitted here, and the history while anything in it is pending.
-    poll(move || {
-        let c = customer.get_untracked();
-        for t in running.get_untracked().into_iter().filter(|t| t.transaction_response.transaction_status == "PENDING")
-        {
-            let c = c.clone();
-            spawn_local(async move {
-                if let Ok(now) = api::transaction(&c, t.transaction_id).await {
-                    let done = now.transaction_response.transaction_status != "PENDING";
-                    running.update(|all| {
-                        if let Some(slot) = all.iter_mut().find(|x| x.transaction_id == now.transaction_id) {
-                            *slot = now;
-                        }
-                    });
-                    if done {
-                        history_reload.update(|n| *n += 1);
-                    }
-                }
-            });
-        }
-        let pending = history
-            .get_untracked()
-            .and_then(Result::ok)
-            .is_some_and(|h| h.iter().any(|t| t.transaction_status == "PENDING"));
-        if pending {
-            history.refetch();
-        }
-    });
-
+    let submissions = RwSignal::new(Vec::<Submission>::new());
     view! {
         <section class="page">
             <h1>"Purge"</h1>
@@ -96,32 +147,17 @@ pub fn Purge() -> impl IntoView {
                 fallback=|| view! { <div class="notice info">"Viewers see purge status but cannot purge."</div> }
             >
                 <AsyncView resource=patterns loading="Loading host patterns…" let:answer>
-                    <PurgeForm patterns=answer running history_reload />
+                    <PurgeForm patterns=answer submissions history_reload />
                 </AsyncView>
             </Show>
             {move || {
-                let list = running.get();
+                let list = submissions.get();
                 (!list.is_empty())
                     .then(|| {
                         view! {
                             <div class="card panel wide" id="running-purges">
                                 <h2>"Submitted here"</h2>
-                                {list
-                                    .into_iter()
-                                    .map(|t| {
-                                        let r = t.transaction_response;
-                                        let label = if r.transaction_status == "PENDING" {
-                                            format!("Transaction {}: {}% of edge nodes confirmed", t.transaction_id, r.percent_received_responses)
-                                        } else {
-                                            format!("Transaction {}: {}", t.transaction_id, r.transaction_status_description)
-                                        };
-                                        view! {
-                                            <div class="transaction" data-transaction=t.transaction_id data-status=r.transaction_status.clone()>
-                                                <ProgressBar percent=Signal::derive(move || r.percent_received_responses) label=Signal::derive(move || label.clone()) />
-                                            </div>
-                                        }
-                                    })
-                                    .collect_view()}
+                                {list.into_iter().map(|s| view! { <SubmissionView s /> }).collect_view()}
                             </div>
                         }
                     })
@@ -138,91 +174,249 @@ pub fn Purge() -> impl IntoView {
 }
 
 #[component]
-fn History(list: Vec<TransactionSummary>) -> impl IntoView {
+fn SubmissionView(s: Submission) -> impl IntoView {
+    let total: usize = s.chunks.iter().map(|(_, n, _)| n).sum();
+    let (p, q) = (s.clone(), s.clone());
+    let title = format!(
+        "{} {total} URI(s) in {} request(s)",
+        if s.action == "PURGE" { "Purge of" } else { "Expiry of" },
+        s.chunks.len()
+    );
     view! {
-        <table class="data purges">
-            <thead>
-                <tr>
-                    <th>"Id"</th>
-                    <th>"Action"</th>
-                    <th>"URIs"</th>
-                    <th>"By"</th>
-                    <th>"Submitted"</th>
-                    <th>"Status"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {list
-                    .into_iter()
-                    .map(|t| {
-                        let more = t.uri_count.saturating_sub(t.sample.len() as u64);
+        <div class="submission">
+            <h3>{title}</h3>
+            <div class="overall" id="purge-overall">
+                <ProgressBar percent=Signal::derive(move || p.percent()) label=Signal::derive(move || q.summary()) />
+            </div>
+            <ul class="chunks">
+                {s
+                    .chunks
+                    .iter()
+                    .map(|(first, n, state)| {
+                        let range = format!("URIs {first}–{}", first + n - 1);
+                        let state = *state;
                         view! {
-                            <tr>
-                                <td>{t.transaction_id}</td>
-                                <td>{t.action.clone()}</td>
-                                <td>
-                                    {t.sample.iter().map(|s| view! { <div><code>{s.clone()}</code></div> }).collect_view()}
-                                    {(more > 0).then(|| view! { <div class="muted small">{format!("and {more} more")}</div> })}
-                                </td>
-                                <td>{t.user.clone()}</td>
-                                <td>{datetime_ms(t.begin_ts)}</td>
-                                <td>
-                                    {if t.transaction_status == "PENDING" {
-                                        view! {
-                                            <div class="mini-bar" title=format!("{}%", t.percent_received_responses)>
-                                                <div class="fill" style:width=format!("{}%", t.percent_received_responses)></div>
-                                            </div>
-                                        }
-                                            .into_any()
-                                    } else {
-                                        view! { <span class="badge ok">{t.transaction_status.clone()}</span> }.into_any()
-                                    }}
-                                </td>
-                            </tr>
+                            <li
+                                class="transaction"
+                                data-status=move || match state.get() {
+                                    Chunk::Waiting => "WAITING".to_string(),
+                                    Chunk::Retrying(_) => "RETRYING".to_string(),
+                                    Chunk::Sent(t) => t.transaction_response.transaction_status,
+                                    Chunk::Failed(_) => "FAILED".to_string(),
+                                }
+                                data-transaction=move || match state.get() {
+                                    Chunk::Sent(t) => t.transaction_id.to_string(),
+                                    _ => String::new(),
+                                }
+                            >
+                                <span class="chunk-range">{range}</span>
+                                {move || match state.get() {
+                                    Chunk::Waiting => view! { <span class="muted">"waiting to be sent"</span> }.into_any(),
+                                    Chunk::Retrying(_) => view! { <span class="muted">"refused for the rate limit; sent again shortly"</span> }.into_any(),
+                                    Chunk::Failed(e) => view! { <span class="field-error">{e}</span> }.into_any(),
+                                    Chunk::Sent(t) => {
+                                        let r = t.transaction_response;
+                                        let label = if r.transaction_status == "PENDING" {
+                                            format!("Transaction {}: {}% of edge nodes confirmed", t.transaction_id, r.percent_received_responses)
+                                        } else {
+                                            format!("Transaction {}: {}", t.transaction_id, r.transaction_status_description)
+                                        };
+                                        let percent = r.percent_received_responses;
+                                        view! { <ProgressBar percent=Signal::derive(move || percent) label=Signal::derive(move || label.clone()) /> }.into_any()
+                                    }
+                                }}
+                            </li>
                         }
                     })
                     .collect_view()}
-            </tbody>
-        </table>
+            </ul>
+        </div>
     }
+}
+
+/// Sends a submission's requests one after the other, at most one every [`PACE_MS`], each again after a
+/// 429's Retry-After until taken; follows the transactions (one request at a time) until all are done.
+fn run(customer: String, action: String, uris: Vec<PurgeUri>, s: Submission, done: Callback<()>) {
+    let sending = {
+        let (customer, s) = (customer.clone(), s.clone());
+        async move {
+            let mut last_sent = 0.0;
+            for ((_, _, state), chunk) in s.chunks.iter().zip(uris.chunks(CHUNK)) {
+                let request =
+                    PurgeRequest { purge_request: PurgeBody { action: action.clone(), uris: chunk.to_vec() } };
+                loop {
+                    let wait = PACE_MS - (js_sys::Date::now() - last_sent);
+                    if wait > 0.0 {
+                        sleep(wait as i32).await;
+                    }
+                    last_sent = js_sys::Date::now();
+                    match api::purge_once(&customer, &request).await {
+                        Purged::Done(t) => {
+                            let _ = state.try_set(Chunk::Sent(t));
+                            break;
+                        }
+                        Purged::Later(seconds) => {
+                            let at = js_sys::Date::now() + f64::from(seconds) * 1000.0;
+                            if state.try_set(Chunk::Retrying(at)).is_some() {
+                                return;
+                            }
+                            sleep(seconds as i32 * 1000).await;
+                        }
+                        Purged::Failed(e) => {
+                            let _ = state.try_set(Chunk::Failed(e.body.message));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    spawn_local(sending);
+    follow(move || {
+        let (customer, s) = (customer.clone(), s.clone());
+        async move {
+            let mut open = false;
+            for (_, _, state) in &s.chunks {
+                let Some(now) = state.try_get_untracked() else { return false };
+                match now {
+                    Chunk::Sent(t) if t.transaction_response.transaction_status == "PENDING" => {
+                        open = true;
+                        if let Ok(t) = api::transaction(&customer, t.transaction_id).await {
+                            let _ = state.try_set(Chunk::Sent(t));
+                        }
+                    }
+                    Chunk::Waiting | Chunk::Retrying(_) => open = true,
+                    _ => {}
+                }
+            }
+            if !open {
+                done.run(());
+            }
+            open
+        }
+    });
+}
+
+#[component]
+fn History(list: Vec<TransactionSummary>) -> impl IntoView {
+    view! {
+        <div class="table-scroll">
+            <table class="data purges">
+                <thead>
+                    <tr>
+                        <th scope="col">"Id"</th>
+                        <th scope="col">"Action"</th>
+                        <th scope="col">"URIs"</th>
+                        <th scope="col">"By"</th>
+                        <th scope="col">"Submitted"</th>
+                        <th scope="col">"Status"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|t| {
+                            let more = t.uri_count.saturating_sub(t.sample.len() as u64);
+                            view! {
+                                <tr>
+                                    <td>{t.transaction_id}</td>
+                                    <td>{t.action.clone()}</td>
+                                    <td class="wrap">
+                                        {t.sample.iter().map(|s| view! { <div><code>{s.clone()}</code></div> }).collect_view()}
+                                        {(more > 0).then(|| view! { <div class="muted small">{format!("and {more} more")}</div> })}
+                                    </td>
+                                    <td>{t.user.clone()}</td>
+                                    <td>
+                                        <TimeMs ms=t.begin_ts />
+                                    </td>
+                                    <td>
+                                        {if t.transaction_status == "PENDING" {
+                                            view! {
+                                                <div class="mini-bar" title=format!("{}%", t.percent_received_responses)>
+                                                    <div class="fill" style:width=format!("{}%", t.percent_received_responses)></div>
+                                                </div>
+                                            }
+                                                .into_any()
+                                        } else {
+                                            view! { <span class="badge ok">{t.transaction_status.clone()}</span> }.into_any()
+                                        }}
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// Where the URIs come from: typed or pasted, or a file (kept out of the text area: it may be large).
+#[derive(Clone, PartialEq)]
+enum Source {
+    Text,
+    File { name: String, text: String },
 }
 
 #[component]
 fn PurgeForm(
     patterns: Vec<String>,
-    running: RwSignal<Vec<TransactionStatus>>,
+    submissions: RwSignal<Vec<Submission>>,
     history_reload: RwSignal<u32>,
 ) -> impl IntoView {
     let customer = use_customer();
     let text = RwSignal::new(String::new());
+    let source = RwSignal::new(Source::Text);
     let action = RwSignal::new("PURGE".to_string());
     let mode = RwSignal::new("EXACT_LITERAL".to_string());
     let modifier = RwSignal::new(String::new());
     let patterns = StoredValue::new(patterns);
-    let lines = Memo::new(move |_| check_purge_lines(&text.get(), &mode.get(), &modifier.get(), &patterns.get_value()));
-    let submit = act(move |r: &PurgeRequest| {
-        let (c, r) = (customer.get_untracked(), r.clone());
-        async move { api::purge(&c, &r).await }
+    let confirming = RwSignal::new(false);
+    let lines = Memo::new(move |_| {
+        let t = match source.get() {
+            Source::Text => text.get(),
+            Source::File { text, .. } => text,
+        };
+        check_purge_lines(&t, &mode.get(), &modifier.get(), &patterns.get_value())
     });
-    Effect::new(move |_| {
-        if let Some(Ok(t)) = submit.value().get() {
-            running.update(|all| all.insert(0, t));
-            text.set(String::new());
-            history_reload.update(|n| *n += 1);
-        }
-    });
-    let error = Signal::derive(move || submit.value().get().and_then(Result::err));
+    let too_many = move || lines.with(Vec::len) > MAX_URIS;
+    let ready = move || lines.with(|l| !l.is_empty() && l.iter().all(|x| x.problems.is_empty())) && !too_many();
     let on_submit = move |e: ev::SubmitEvent| {
         e.prevent_default();
-        let checked = lines.get_untracked();
-        if checked.is_empty() || checked.iter().any(|l| !l.problems.is_empty()) {
-            return;
+        if ready() {
+            confirming.set(true);
         }
-        submit.dispatch(PurgeRequest {
-            purge_request: PurgeBody {
-                action: action.get_untracked(),
-                uris: checked.into_iter().map(|l| l.uri).collect(),
-            },
+    };
+    let start = move || {
+        confirming.set(false);
+        let uris: Vec<PurgeUri> = lines.get_untracked().into_iter().map(|l| l.uri).collect();
+        let chunks = uris
+            .chunks(CHUNK)
+            .enumerate()
+            .map(|(i, c)| (i * CHUNK + 1, c.len(), RwSignal::new(Chunk::Waiting)))
+            .collect();
+        let s = Submission { action: action.get_untracked(), chunks };
+        submissions.update(|all| all.insert(0, s.clone()));
+        history_reload.update(|n| *n += 1);
+        text.set(String::new());
+        source.set(Source::Text);
+        run(
+            customer.get_untracked(),
+            action.get_untracked(),
+            uris,
+            s,
+            Callback::new(move |_| history_reload.update(|n| *n += 1)),
+        );
+    };
+    let on_file = move |e: ev::Event| {
+        let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
+        // Cleared, so that choosing the same file again (after changing it) is read again.
+        input.set_value("");
+        spawn_local(async move {
+            if let Ok(content) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                source.set(Source::File { name: file.name(), text: content.as_string().unwrap_or_default() });
+            }
         });
     };
     let host_list = patterns.get_value().join(", ");
@@ -258,47 +452,194 @@ fn PurgeForm(
                     />
                 </label>
             </div>
-            <label>
-                "URIs, one per line"
-                <textarea
-                    name="uris"
-                    rows="6"
-                    placeholder="www.example.com/images/logo.png"
-                    bind:value=text
-                ></textarea>
-                <span class="hint">{format!("Domains you may purge: {host_list}")}</span>
+            {move || match source.get() {
+                Source::Text => {
+                    view! {
+                        <label>
+                            {format!("URIs, one per line (up to {MAX_URIS})")}
+                            <textarea name="uris" rows="6" placeholder="www.example.com/images/logo.png" bind:value=text></textarea>
+                        </label>
+                    }
+                        .into_any()
+                }
+                Source::File { name, .. } => {
+                    view! {
+                        <p class="file-chosen" id="purge-file">
+                            {format!("From the file {name}. ")}
+                            <button type="button" class="link" on:click=move |_| source.set(Source::Text)>"Type or paste instead"</button>
+                        </p>
+                    }
+                        .into_any()
+                }
+            }}
+            <span class="hint">{format!("Domains you may purge: {host_list}")}</span>
+            <label class="file">
+                "Or choose a file (one URI per line) "
+                <input type="file" name="uri-file" accept=".txt,.csv,text/plain,text/csv" on:change=on_file />
             </label>
             {move || {
                 let checked = lines.get();
-                let bad: Vec<PurgeLine> = checked.iter().filter(|l| !l.problems.is_empty()).cloned().collect();
+                let bad: Vec<PurgeLine> = checked.iter().filter(|l| !l.problems.is_empty()).take(50).cloned().collect();
+                let n_bad = checked.iter().filter(|l| !l.problems.is_empty()).count();
                 (!checked.is_empty())
                     .then(|| {
                         view! {
                             <div class="report" role="status" id="purge-report">
-                                <p>{format!("{} line(s), {} with problems", checked.len(), bad.len())}</p>
+                                <p>{format!("{} line(s), {n_bad} with problems", checked.len())}</p>
+                                {(checked.len() > MAX_URIS).then(|| view! { <p class="field-error">{format!("At most {MAX_URIS} URIs at once: split the list.")}</p> })}
                                 <ul class="invalid-lines">
-                                    {bad
-                                        .iter()
-                                        .take(50)
-                                        .map(|l| view! { <li>{format!("Line {}: {}", l.line, l.problems.join("; "))}</li> })
-                                        .collect_view()}
+                                    {bad.iter().map(|l| view! { <li>{format!("Line {}: {}", l.line, l.problems.join("; "))}</li> }).collect_view()}
                                 </ul>
                             </div>
                         }
                     })
             }}
-            <FormError error fields=&[] />
             <div class="actions">
-                <button
-                    type="submit"
-                    class="primary"
-                    disabled=move || {
-                        submit.pending().get() || lines.with(|l| l.is_empty() || l.iter().any(|x| !x.problems.is_empty()))
-                    }
-                >
-                    {move || format!("{} {} URI(s)", if action.get() == "PURGE" { "Purge" } else { "Expire" }, lines.with(Vec::len))}
+                <button type="submit" class="primary" disabled=move || !ready()>
+                    {move || format!("{} {} URI(s)…", if action.get() == "PURGE" { "Purge" } else { "Expire" }, lines.with(Vec::len))}
                 </button>
             </div>
         </form>
+        {move || {
+            confirming
+                .get()
+                .then(|| {
+                    let uris: Vec<PurgeUri> = lines.get_untracked().into_iter().map(|l| l.uri).collect();
+                    let hosts = hosts_of(&uris);
+                    let prefix = mode.get_untracked() == "PREFIX_LITERAL";
+                    let verb = if action.get_untracked() == "PURGE" { "Purge" } else { "Expire" };
+                    let requests = uris.len().div_ceil(CHUNK);
+                    view! {
+                        <Confirm
+                            title=format!("{verb} {} URI(s)?", uris.len())
+                            message=format!(
+                                "{} URI(s) on {} host(s), sent as {requests} request(s){}.",
+                                uris.len(),
+                                hosts.len(),
+                                if requests > 1 { " two a second" } else { "" },
+                            )
+                            action=format!("{verb} {} URI(s)", uris.len())
+                            pending=Signal::derive(|| false)
+                            error=Signal::derive(|| None::<ApiError>)
+                            on_confirm=Callback::new(move |_| start())
+                            on_close=Callback::new(move |_| confirming.set(false))
+                        >
+                            <ul class="hosts" id="purge-hosts">
+                                {hosts.iter().take(20).map(|h| view! { <li><code>{h.clone()}</code></li> }).collect_view()}
+                                {(hosts.len() > 20).then(|| view! { <li>{format!("and {} more", hosts.len() - 20)}</li> })}
+                            </ul>
+                            {prefix
+                                .then(|| {
+                                    view! {
+                                        <div class="notice warning" role="alert" id="prefix-warning">
+                                            "A prefix purge removes everything under each of these paths — for a path like \"/\", the whole site. \
+                                             Your origin then serves every request for it until the caches fill again."
+                                        </div>
+                                    }
+                                })}
+                        </Confirm>
+                    }
+                })
+        }}
+    }
+}
+
+/// "Purge this URL" from a report: the path on every host pattern of its property, after confirmation; then
+/// the transaction, followed until it completes.
+#[component]
+pub fn PurgeUrlDialog(property: String, path: String, on_close: Callback<()>) -> impl IntoView {
+    let customer = use_customer();
+    let prop = property.clone();
+    let hosts = load(move || {
+        let (c, p) = (customer.get(), prop.clone());
+        async move {
+            let list = api::list_properties(&c).await?;
+            Ok::<_, ApiError>(list.into_iter().find(|x| x.name == p).map(|x| x.host_patterns).unwrap_or_default())
+        }
+    });
+    let sent = RwSignal::new(None::<Result<TransactionStatus, ApiError>>);
+    let pending = RwSignal::new(false);
+    let path = StoredValue::new(path);
+    let purge = move |hosts: Vec<String>| {
+        pending.set(true);
+        let request = PurgeRequest {
+            purge_request: PurgeBody {
+                action: "PURGE".into(),
+                uris: hosts
+                    .iter()
+                    .map(|h| PurgeUri {
+                        uri_pattern: format!("{h}{}", path.get_value()),
+                        match_mode: "EXACT_LITERAL".into(),
+                        cache_key_modifier_regex: None,
+                    })
+                    .collect(),
+            },
+        };
+        let c = customer.get_untracked();
+        spawn_local(async move {
+            let r = api::purge(&c, &request).await;
+            let _ = pending.try_set(false);
+            let _ = sent.try_set(Some(r));
+        });
+    };
+    view! {
+        <Dialog title=format!("Purge {}?", path.get_value()) on_close id="purge-url">
+            <AsyncView resource=hosts let:hosts>
+                {match sent.get() {
+                    Some(Ok(t)) => view! { <TransactionProgress t /> }.into_any(),
+                    _ if hosts.is_empty() => view! { <p>{format!("The property {property} has no host patterns.")}</p> }.into_any(),
+                    other => {
+                        let list = hosts.clone();
+                        view! {
+                            <p>{format!("Removes {} from the cache on {} host(s) of {property}:", path.get_value(), hosts.len())}</p>
+                            <ul class="hosts">
+                                {hosts.iter().map(|h| view! { <li><code>{format!("{h}{}", path.get_value())}</code></li> }).collect_view()}
+                            </ul>
+                            {other.and_then(Result::err).map(|error| view! { <ApiErrorNotice error /> })}
+                            <div class="actions">
+                                <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Cancel"</button>
+                                <button type="button" class="danger" disabled=move || pending.get() on:click=move |_| purge(list.clone())>
+                                    "Purge"
+                                </button>
+                            </div>
+                        }
+                            .into_any()
+                    }
+                }}
+            </AsyncView>
+        </Dialog>
+    }
+}
+
+/// A purge transaction, followed until it completes.
+#[component]
+pub fn TransactionProgress(t: TransactionStatus) -> impl IntoView {
+    let customer = use_customer();
+    let id = t.transaction_id;
+    let done = t.transaction_response.transaction_status != "PENDING";
+    let current = RwSignal::new(t);
+    if !done {
+        follow(move || {
+            let c = customer.get_untracked();
+            async move {
+                match api::transaction(&c, id).await {
+                    Ok(t) => {
+                        let pending = t.transaction_response.transaction_status == "PENDING";
+                        current.try_set(t).is_none() && pending
+                    }
+                    Err(e) => e.status != 401 && e.status != 404,
+                }
+            }
+        });
+    }
+    let percent = Signal::derive(move || current.get().transaction_response.percent_received_responses);
+    let label = Signal::derive(move || {
+        let t = current.get();
+        format!("Transaction {}: {}", t.transaction_id, t.transaction_response.transaction_status_description)
+    });
+    view! {
+        <div class="transaction" data-status=move || current.get().transaction_response.transaction_status>
+            <ProgressBar percent label />
+        </div>
     }
 }

@@ -2,18 +2,17 @@
 
 use edge_api::PASSWORD_MIN_LENGTH as MIN;
 use leptos::{ev, prelude::*};
-use leptos_router::{components::A, hooks::use_query_map};
 
 use crate::{
     api,
     components::{async_view::act, errors::FormError},
+    pages::query_param,
 };
 
 #[component]
 pub fn ResetPasswordPage() -> impl IntoView {
-    let query = use_query_map();
-    let customer = query.read_untracked().get("customer").unwrap_or_default();
-    let token = query.read_untracked().get("token").unwrap_or_default();
+    let customer = query_param("customer").unwrap_or_default();
+    let token = query_param("token").unwrap_or_default();
     let password = RwSignal::new(String::new());
     let again = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
@@ -45,7 +44,7 @@ pub fn ResetPasswordPage() -> impl IntoView {
                     if done() {
                         view! {
                             <div class="notice success" role="status">"Your new password is set."</div>
-                            <A href=login.clone()>"Log in"</A>
+                            <a href=login.clone()>"Log in"</a>
                         }
                             .into_any()
                     } else {

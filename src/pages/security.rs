@@ -1,31 +1,57 @@
 //! Security: request, WAF and traffic-shaping trends, the top values of each WAF and traffic-shaping
-//! category, and the security events, newest first, with filters and paging.
+//! category, and the security events, newest first, with the filter builder and paging. From analytics to
+//! action: a legend entry, a top value or an event's value narrows the events to it; a client IP or country
+//! (of a top list or an event) goes into a network list.
 
-use edge_api::stats::{EVENT_DIMENSIONS, Granularity, SHAPING_CATEGORIES, StatsResponse, WAF_CATEGORIES, format_time};
-use leptos::{ev, prelude::*};
-
-use leptos_router::{
-    NavigateOptions,
-    hooks::{use_navigate, use_query_map},
-};
+use edge_api::stats::{Granularity, SHAPING_CATEGORIES, StatsResponse, WAF_CATEGORIES, format_time};
+use leptos::prelude::*;
 
 use crate::{
     api::{self, Column},
     components::{
-        async_view::{AsyncView, load},
-        chart::{BarChart, TimeChart, short_number},
+        async_view::{AsyncView, Load, load},
+        chart::{BarList, TimeChart, grouped},
+        curl::CopyCurl,
         pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
+        time::datetime,
     },
     pages::{
-        stats::{bars, series_of},
-        use_customer,
+        lists::AddToListDialog,
+        stats::{bars, filters::FilterBuilder, filters::with_condition, series_of},
+        use_customer, use_query_state,
     },
+    session::Auth,
 };
 
 const EVENTS_PER_PAGE: u64 = 25;
-const EVENT_COLUMNS: [&str; 7] =
-    ["client_ip", "client_country_code", "event_action", "rule_id", "event_severity", "domain", "request_path"];
+const EVENT_COLUMNS: [&str; 8] = [
+    "event_timestamp_ms",
+    "client_ip",
+    "client_country_code",
+    "event_action",
+    "rule_id",
+    "event_severity",
+    "domain",
+    "request_path",
+];
+/// What events may be filtered on (the customer is implied, the time is the range).
+const EVENT_FILTERS: [&str; 14] = [
+    "client_ip",
+    "client_country_code",
+    "event_action",
+    "waf_action",
+    "rule_id",
+    "event_severity",
+    "event_type",
+    "domain",
+    "property",
+    "request_path",
+    "client_browser",
+    "client_asn",
+    "client_connection_remote_ip",
+    "source",
+];
 
 /// The span's natural granularity, or the finest one still kept for the whole span.
 fn granularity_for(r: Range) -> Granularity {
@@ -51,89 +77,89 @@ fn trend_params(r: Range, dim: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The list type an event dimension's values go into, if any.
+fn list_type(dim: &str) -> Option<&'static str> {
+    match dim {
+        "client_ip" => Some("IP"),
+        "client_country_code" => Some("GEO"),
+        _ => None,
+    }
+}
+
+/// A read's address as a memo, and the read.
+fn read(url: Memo<Option<String>>) -> Load<Option<StatsResponse>> {
+    load(move || {
+        let u = url.get();
+        async move {
+            match u {
+                Some(u) => api::get_stats(&u, None).await.map(Some),
+                None => Ok(None),
+            }
+        }
+    })
+}
+
 #[component]
 pub fn Security() -> impl IntoView {
-    let query = use_query_map();
-    let navigate = use_navigate();
+    let q = use_query_state();
     let customer = use_customer();
-    let get = move |k: &str| query.read().get(k);
-    let preset = Memo::new(move |_| get("range").unwrap_or_else(|| "24h".into()));
-    let range = Memo::new(move |_| {
-        resolve(&preset.get(), &get("start").unwrap_or_default(), &get("end").unwrap_or_default(), now_ms())
-    });
-    let set_param = Callback::new(move |pairs: Vec<(&'static str, String)>| {
-        let q = query.get_untracked();
-        let mut params: Vec<(String, String)> = ["range", "start", "end", "waf", "ts", "filters", "page"]
-            .iter()
-            .filter_map(|k| q.get(k).map(|v| (k.to_string(), v)))
-            .collect();
-        for (k, v) in pairs {
-            params.retain(|(x, _)| x != k);
-            if !v.is_empty() {
-                params.push((k.to_string(), v));
-            }
-        }
-        let qs: Vec<String> = params.iter().map(|(k, v)| format!("{k}={}", api::encode(v))).collect();
-        navigate(&format!("?{}", qs.join("&")), NavigateOptions { replace: true, scroll: false, ..Default::default() });
-    });
+    let auth = Auth::get();
+    let preset = Memo::new(move |_| Some(q.get("range")).filter(|p| !p.is_empty()).unwrap_or_else(|| "24h".into()));
+    let range = Memo::new(move |_| resolve(&preset.get(), &q.get("start"), &q.get("end"), now_ms()));
     let set_range = Callback::new(move |(p, s, e): (String, String, String)| {
-        set_param.run(vec![("range", p), ("start", s), ("end", e), ("page", String::new())])
+        q.set(&[("range", p), ("start", s), ("end", e), ("page", String::new())])
     });
-    let waf_category = Memo::new(move |_| get("waf").unwrap_or_else(|| "ruleid".into()));
-    let ts_category = Memo::new(move |_| get("ts").unwrap_or_else(|| "country".into()));
-    let filters = Memo::new(move |_| get("filters").unwrap_or_default());
-    let page = Memo::new(move |_| get("page").and_then(|p| p.parse::<u64>().ok()).unwrap_or(0));
+    let waf_category =
+        Memo::new(move |_| Some(q.get("waf")).filter(|c| !c.is_empty()).unwrap_or_else(|| "ruleid".into()));
+    let ts_category =
+        Memo::new(move |_| Some(q.get("ts")).filter(|c| !c.is_empty()).unwrap_or_else(|| "country".into()));
+    let filters = Memo::new(move |_| q.get("filters"));
+    let page = Memo::new(move |_| q.get("page").parse::<u64>().unwrap_or(0));
+    let add_filter = Callback::new(move |(dim, value): (String, String)| {
+        let f = with_condition(&filters.get_untracked(), &EVENT_FILTERS, &dim, &value);
+        q.set(&[("filters", f), ("page", String::new())]);
+    });
+    // A value to put into a network list: (list type, value).
+    let adding = RwSignal::new(None::<Vec<(&'static str, String)>>);
 
+    let url = move |path: String, params: Vec<(&'static str, String)>| api::stats_url(&customer.get(), &path, &params);
     let trend = move |path: &'static str, dim: &'static str| {
-        load(move || {
-            let (c, r) = (customer.get(), range.get());
-            async move {
-                match r {
-                    Some(r) => api::stats(&c, path, &trend_params(r, dim)).await.map(Some),
-                    None => Ok(None),
-                }
-            }
-        })
+        Memo::new(move |_| range.get().map(|r| url(path.into(), trend_params(r, dim))))
     };
-    let requests = trend("/stats/security/request/trends/data", "waf_action");
-    let waf = trend("/stats/security/waf/trends/data", "waf_action");
-    let shaping = trend("/stats/security/trafficshaping/trends/data", "event_action");
+    let requests_url = trend("/stats/security/request/trends/data", "waf_action");
+    let waf_url = trend("/stats/security/waf/trends/data", "waf_action");
+    let shaping_url = trend("/stats/security/trafficshaping/trends/data", "event_action");
     let topk = move |family: &'static str, category: Memo<String>| {
-        load(move || {
-            let (c, r, cat) = (customer.get(), range.get(), category.get());
-            async move {
-                let Some(r) = r else { return Ok(None) };
-                let params =
-                    [("starttime", format_time(r.start)), ("endtime", format_time(r.end)), ("limit", "10".into())];
-                api::stats(&c, &format!("/stats/security/{family}/topk/{cat}/data"), &params).await.map(Some)
-            }
+        Memo::new(move |_| {
+            let r = range.get()?;
+            let params =
+                vec![("starttime", format_time(r.start)), ("endtime", format_time(r.end)), ("limit", "10".into())];
+            Some(url(format!("/stats/security/{family}/topk/{}/data", category.get()), params))
         })
     };
-    let waf_top = topk("waf", waf_category);
-    let ts_top = topk("trafficshaping", ts_category);
-    let events = load(move || {
-        let (c, r, f, p) = (customer.get(), range.get(), filters.get(), page.get());
-        async move {
-            let Some(r) = r else { return Ok(None) };
-            let params = [
-                ("starttime", format_time(r.start)),
-                ("endtime", format_time(r.end)),
-                ("dimensions", EVENT_COLUMNS.join(",")),
-                ("filters", f),
-                ("sortby", "-event_timestamp_ms".into()),
-                ("start", (p * EVENTS_PER_PAGE).to_string()),
-                ("limit", EVENTS_PER_PAGE.to_string()),
-            ];
-            api::stats(&c, "/stats/security/events/data", &params).await.map(Some)
+    let waf_top_url = topk("waf", waf_category);
+    let ts_top_url = topk("trafficshaping", ts_category);
+    let events_url = Memo::new(move |_| {
+        let r = range.get()?;
+        let params = vec![
+            ("starttime", format_time(r.start)),
+            ("endtime", format_time(r.end)),
+            ("dimensions", EVENT_COLUMNS[1..].join(",")),
+            ("filters", filters.get()),
+            ("sortby", "-event_timestamp_ms".into()),
+            ("start", (page.get() * EVENTS_PER_PAGE).to_string()),
+            ("limit", EVENTS_PER_PAGE.to_string()),
+        ];
+        Some(url("/stats/security/events/data".into(), params))
+    });
+    let events = read(events_url);
+    let show_events = Callback::new(move |(dim, value): (String, String)| {
+        add_filter.run((dim, value));
+        if let Some(e) = document().get_element_by_id("events") {
+            e.scroll_into_view();
         }
     });
-
-    let filter_text = RwSignal::new(String::new());
-    Effect::new(move |_| filter_text.set(filters.get()));
-    let apply_filter = move |e: ev::SubmitEvent| {
-        e.prevent_default();
-        set_param.run(vec![("filters", filter_text.get_untracked()), ("page", String::new())]);
-    };
+    let writable = move || auth.can_write();
 
     view! {
         <section class="page security">
@@ -143,82 +169,129 @@ pub fn Security() -> impl IntoView {
                 <p class="hint">"Raw events are kept for the previous three days and today; trends and top lists for longer."</p>
             </div>
             <div class="grid-2">
-                <TrendCard title="Requests by WAF action" id="request-trends" data=requests range />
-                <TrendCard title="WAF events" id="waf-trends" data=waf range />
-                <TrendCard title="Traffic-shaping events" id="shaping-trends" data=shaping range />
+                <TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events />
+                <TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events />
+                <TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events />
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top WAF"</h2>
                         <span class="spacer"></span>
-                        <select aria-label="WAF category" prop:value=move || waf_category.get() on:change=move |e| set_param.run(vec![("waf", event_target_value(&e))])>
+                        <select aria-label="WAF category" prop:value=move || waf_category.get() on:change=move |e| q.set(&[("waf", event_target_value(&e))])>
                             {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
                         </select>
+                        <CopyCurl path=move || waf_top_url.get() />
                     </div>
-                    <TopBars data=waf_top id="waf-top" label=Signal::derive(move || format!("Top WAF by {}", waf_category.get())) />
+                    <TopBars url=waf_top_url id="waf-top" category=waf_category categories=&WAF_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top traffic shaping"</h2>
                         <span class="spacer"></span>
-                        <select aria-label="Traffic-shaping category" prop:value=move || ts_category.get() on:change=move |e| set_param.run(vec![("ts", event_target_value(&e))])>
+                        <select aria-label="Traffic-shaping category" prop:value=move || ts_category.get() on:change=move |e| q.set(&[("ts", event_target_value(&e))])>
                             {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
                         </select>
+                        <CopyCurl path=move || ts_top_url.get() />
                     </div>
-                    <TopBars data=ts_top id="ts-top" label=Signal::derive(move || format!("Top traffic shaping by {}", ts_category.get())) />
+                    <TopBars url=ts_top_url id="ts-top" category=ts_category categories=&SHAPING_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
             </div>
             <div class="card panel wide" id="events">
-                <h2>"Events"</h2>
-                <form class="search" on:submit=apply_filter>
-                    <input
-                        name="event-filters"
-                        placeholder="e.g. client_country_code==CN;event_action==BLOCK"
-                        aria-label="Event filters"
-                        bind:value=filter_text
-                    />
-                    <button type="submit">"Filter"</button>
-                </form>
-                <p class="hint">{format!("Filter on: {}. Join with ; (all) or , (any).", EVENT_DIMENSIONS[1..].join(", "))}</p>
+                <div class="toolbar">
+                    <h2>"Events"</h2>
+                    <span class="spacer"></span>
+                    <CopyCurl path=move || events_url.get() />
+                </div>
+                <FilterBuilder
+                    filters=Signal::derive(move || filters.get())
+                    dims=&EVENT_FILTERS
+                    on_change=Callback::new(move |f: String| q.set(&[("filters", f), ("page", String::new())]))
+                />
                 <AsyncView resource=events loading="Loading events…" let:answer>
                     {match answer {
                         None => ().into_any(),
                         Some(r) if r.rows.is_empty() => view! { <div class="empty">"No events match."</div> }.into_any(),
-                        Some(r) => {
-                            let columns: Vec<(String, Column)> =
-                                EVENT_COLUMNS.iter().map(|c| (c.replace('_', " "), Column::of(&r, c))).collect();
-                            let head = columns.iter().map(|(name, _)| view! { <th scope="col">{name.clone()}</th> }).collect_view();
-                            let rows = r
-                                .rows
-                                .iter()
-                                .map(|row| {
-                                    let cells = columns.iter().map(|(_, c)| view! { <td>{c.text(row)}</td> }).collect_view();
-                                    view! { <tr>{cells}</tr> }
-                                })
-                                .collect_view();
-                            let p = page.get_untracked();
-                            view! {
-                                <div class="table-scroll">
-                                    <table class="data events">
-                                        <thead>
-                                            <tr>{head}</tr>
-                                        </thead>
-                                        <tbody>{rows}</tbody>
-                                    </table>
-                                </div>
-                                <Pager
-                                    page=p + 1
-                                    per_page=EVENTS_PER_PAGE
-                                    shown=r.rows.len() as u64
-                                    total=r.total_results
-                                    on_page=Callback::new(move |n: u64| set_param.run(vec![("page", n.saturating_sub(1).to_string())]))
-                                />
-                            }
-                                .into_any()
-                        }
+                        Some(r) => view! { <EventTable r page=page.get_untracked() add_filter adding writable=writable() on_page=Callback::new(move |n: u64| q.set(&[("page", n.saturating_sub(1).to_string())])) /> }.into_any(),
                     }}
                 </AsyncView>
             </div>
+            {move || {
+                adding
+                    .get()
+                    .map(|choices| view! { <AddToListDialog choices on_close=Callback::new(move |_| adding.set(None)) /> })
+            }}
         </section>
+    }
+}
+
+#[component]
+fn EventTable(
+    r: StatsResponse,
+    page: u64,
+    add_filter: Callback<(String, String)>,
+    adding: RwSignal<Option<Vec<(&'static str, String)>>>,
+    writable: bool,
+    on_page: Callback<u64>,
+) -> impl IntoView {
+    let columns: Vec<(&'static str, Column)> = EVENT_COLUMNS.iter().map(|c| (*c, Column::of(&r, c))).collect();
+    let head = columns
+        .iter()
+        .map(|(name, _)| {
+            let title = if *name == "event_timestamp_ms" { "time".to_string() } else { name.replace('_', " ") };
+            view! { <th scope="col">{title}</th> }
+        })
+        .collect_view();
+    let (ip, country) = (Column::of(&r, "client_ip"), Column::of(&r, "client_country_code"));
+    let rows = r
+        .rows
+        .iter()
+        .map(|row| {
+            let cells = columns
+                .iter()
+                .map(|(name, c)| {
+                    let value = c.text(row);
+                    if *name == "event_timestamp_ms" {
+                        return view! { <td title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
+                    }
+                    let (dim, v) = (name.to_string(), value.clone());
+                    view! {
+                        <td class="wrap">
+                            <button type="button" class="link cell-filter" title="Show only events with this value" on:click=move |_| add_filter.run((dim.clone(), v.clone()))>
+                                {value}
+                            </button>
+                        </td>
+                    }
+                    .into_any()
+                })
+                .collect_view();
+            let choices: Vec<(&'static str, String)> = [("IP", ip.text(row)), ("GEO", country.text(row))]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .collect();
+            let action = (writable && !choices.is_empty()).then(|| {
+                view! {
+                    <td class="actions">
+                        <button type="button" class="link add-to-list" on:click=move |_| adding.set(Some(choices.clone()))>
+                            "Add to list…"
+                        </button>
+                    </td>
+                }
+            });
+            view! { <tr data-ip=ip.text(row)>{cells}{action}</tr> }
+        })
+        .collect_view();
+    view! {
+        <div class="table-scroll">
+            <table class="data events">
+                <thead>
+                    <tr>
+                        {head}
+                        {writable.then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        <Pager page=page + 1 per_page=EVENTS_PER_PAGE shown=r.rows.len() as u64 total=r.total_results on_page />
     }
 }
 
@@ -226,20 +299,41 @@ pub fn Security() -> impl IntoView {
 fn TrendCard(
     title: &'static str,
     id: &'static str,
-    data: LocalResource<api::ApiResult<Option<StatsResponse>>>,
+    url: Memo<Option<String>>,
     range: Memo<Option<Range>>,
+    dim: &'static str,
+    on_filter: Callback<(String, String)>,
 ) -> impl IntoView {
+    let data = read(url);
     view! {
         <div class="card panel" id=id>
-            <h2>{title}</h2>
+            <div class="toolbar">
+                <h2>{title}</h2>
+                <span class="spacer"></span>
+                <CopyCurl path=move || url.get() />
+            </div>
             <AsyncView resource=data let:answer>
                 {match (answer, range.get_untracked()) {
                     (Some(r), Some(range)) => {
                         let series = series_of(&r, "hits");
                         let total: f64 = series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v)).sum();
+                        let y_title = format!("Requests {}", match granularity_for(range) {
+                            Granularity::FiveMinute => "per 5 minutes",
+                            Granularity::Hour => "per hour",
+                            Granularity::Day => "per day",
+                        });
                         view! {
-                            <TimeChart label=title.to_string() series start=range.start end=range.end stacked=true width=560 height=220 />
-                            <p class="muted small">{format!("Total {}", short_number(total))}</p>
+                            <TimeChart
+                                label=title.to_string()
+                                series
+                                start=range.start
+                                end=range.end
+                                stacked=true
+                                y_title
+                                height=240
+                                on_filter=Callback::new(move |v: String| on_filter.run((dim.to_string(), v)))
+                            />
+                            <p class="muted small">{format!("Total {}", grouped(total as i64))}</p>
                         }
                             .into_any()
                     }
@@ -250,19 +344,75 @@ fn TrendCard(
     }
 }
 
+/// A top-K list: picking a value offers its events and, for a client IP or country, a network list.
 #[component]
 fn TopBars(
-    data: LocalResource<api::ApiResult<Option<StatsResponse>>>,
+    url: Memo<Option<String>>,
     id: &'static str,
-    #[prop(into)] label: Signal<String>,
+    category: Memo<String>,
+    categories: &'static [(&'static str, &'static str)],
+    show_events: Callback<(String, String)>,
+    adding: RwSignal<Option<Vec<(&'static str, String)>>>,
+    writable: Signal<bool>,
 ) -> impl IntoView {
+    let data = read(url);
+    let picked = RwSignal::new(None::<String>);
+    let dim = Memo::new(move |_| {
+        let c = category.get();
+        categories.iter().find(|(x, _)| *x == c).map(|(_, d)| *d).unwrap_or("client_ip")
+    });
+    Effect::new(move |_| {
+        category.track();
+        picked.set(None);
+    });
     view! {
         <AsyncView resource=data let:answer>
             {match answer {
                 Some(r) if r.rows.is_empty() => view! { <div class="empty">"Nothing in this range."</div> }.into_any(),
-                Some(r) => view! { <BarChart label=label.get_untracked() bars=bars(&r, 10) id /> }.into_any(),
+                Some(r) => {
+                    view! {
+                        <BarList
+                            label=format!("Top {} by hits", category.get_untracked())
+                            bars=bars(&r, 10)
+                            id
+                            on_pick=Callback::new(move |v: String| picked.set(Some(v)))
+                            pick_label="Act on"
+                        />
+                    }
+                        .into_any()
+                }
                 None => ().into_any(),
             }}
         </AsyncView>
+        {move || {
+            picked
+                .get()
+                .map(|value| {
+                    let d = dim.get();
+                    let kind = list_type(d);
+                    let (a, b) = (value.clone(), value.clone());
+                    view! {
+                        <div class="picked" role="group" aria-label=format!("{d} {value}")>
+                            <span>
+                                <code>{value.clone()}</code>
+                                {format!(" ({})", d.replace('_', " "))}
+                            </span>
+                            <button type="button" class="show-events" on:click=move |_| show_events.run((d.to_string(), a.clone()))>
+                                "Show events"
+                            </button>
+                            {kind
+                                .filter(|_| writable.get())
+                                .map(|k| {
+                                    view! {
+                                        <button type="button" class="add-to-list" on:click=move |_| adding.set(Some(vec![(k, b.clone())]))>
+                                            "Add to network list…"
+                                        </button>
+                                    }
+                                })}
+                            <button type="button" class="icon" aria-label="Close" on:click=move |_| picked.set(None)>"×"</button>
+                        </div>
+                    }
+                })
+        }}
     }
 }

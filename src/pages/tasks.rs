@@ -1,17 +1,18 @@
-//! Tasks: every long-running change with its live progress.
+//! Tasks: every long-running change with its live progress; filters and page in the address.
 
-use edge_api::{TASK_STATUSES, Task};
+use edge_api::{TASK_STATUSES, Task, TaskPage};
 use leptos::prelude::*;
 
 use crate::{
     api,
     components::{
-        async_view::{AsyncView, load},
+        async_view::{AsyncError, load},
+        curl::CopyCurl,
         pager::Pager,
-        progress::poll,
+        progress::follow,
         time::Time,
     },
-    pages::use_customer,
+    pages::{use_customer, use_query_state},
 };
 
 const PAGE_SIZE: u64 = 25;
@@ -29,21 +30,36 @@ pub fn operation_label(op: &str) -> &str {
 #[component]
 pub fn Tasks() -> impl IntoView {
     let customer = use_customer();
-    let page = RwSignal::new(1u64);
-    let status = RwSignal::new(String::new());
-    let operation = RwSignal::new(String::new());
+    let q = use_query_state();
+    let page = Memo::new(move |_| q.page("page"));
+    let status = Memo::new(move |_| q.get("status"));
+    let operation = Memo::new(move |_| q.get("operation"));
+    let url =
+        Memo::new(move |_| api::tasks_url(&customer.get(), page.get(), PAGE_SIZE, &status.get(), &operation.get()));
     let tasks = load(move || {
-        let (customer, page, status, operation) = (customer.get(), page.get(), status.get(), operation.get());
-        async move {
-            let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-            api::list_tasks(&customer, page, PAGE_SIZE, opt(&status).as_deref(), opt(&operation).as_deref()).await
-        }
+        let u = url.get();
+        async move { api::get_json::<TaskPage>(&u).await }
     });
-    // While something runs, the list follows it.
-    poll(move || {
-        let running = tasks.get_untracked().and_then(Result::ok).is_some_and(|p| p.items.iter().any(|t| !t.complete));
-        if running {
-            tasks.refetch();
+    // While something on the page runs, the page is read again: one request at a time, less often as it goes.
+    let fresh = RwSignal::new(None::<(String, TaskPage)>);
+    follow(move || async move {
+        let u = url.get_untracked();
+        let shown = match fresh.get_untracked() {
+            Some((at, p)) if at == u => Some(p),
+            _ => tasks.get_untracked().and_then(Result::ok),
+        };
+        if shown.is_some_and(|p| p.items.iter().any(|t| !t.complete)) {
+            if let Ok(p) = api::get_json::<TaskPage>(&u).await {
+                return fresh.try_set(Some((u, p))).is_none();
+            }
+        }
+        true
+    });
+    let list = Signal::derive(move || {
+        let u = url.get();
+        match fresh.get() {
+            Some((at, p)) if at == u => Some(Ok(p)),
+            _ => tasks.get(),
         }
     });
     view! {
@@ -52,31 +68,31 @@ pub fn Tasks() -> impl IntoView {
             <div class="toolbar">
                 <label class="inline">
                     "Status "
-                    <select name="status" on:change=move |e| {
-                        status.set(event_target_value(&e));
-                        page.set(1);
-                    }>
+                    <select name="status" prop:value=move || status.get() on:change=move |e| q.set(&[("status", event_target_value(&e)), ("page", String::new())])>
                         <option value="">"Any"</option>
                         {TASK_STATUSES.iter().map(|s| view! { <option value=*s>{*s}</option> }).collect_view()}
                     </select>
                 </label>
                 <label class="inline">
                     "Operation "
-                    <select name="operation" on:change=move |e| {
-                        operation.set(event_target_value(&e));
-                        page.set(1);
-                    }>
+                    <select name="operation" prop:value=move || operation.get() on:change=move |e| q.set(&[("operation", event_target_value(&e)), ("page", String::new())])>
                         <option value="">"Any"</option>
                         {OPERATIONS.iter().map(|(id, l)| view! { <option value=*id>{*l}</option> }).collect_view()}
                     </select>
                 </label>
+                <span class="spacer"></span>
+                <CopyCurl path=move || Some(url.get()) />
             </div>
-            <AsyncView resource=tasks loading="Loading tasks…" let:list>
-                {if list.items.is_empty() {
+            {move || match list.get() {
+                None => view! { <p class="muted loading" role="status">"Loading tasks…"</p> }.into_any(),
+                Some(Err(error)) if error.is_cancelled() => view! { <p class="muted loading" role="status">"Loading tasks…"</p> }.into_any(),
+                Some(Err(error)) => view! { <AsyncError error retry=Callback::new(move |_| tasks.refetch()) /> }.into_any(),
+                Some(Ok(list)) => {if list.items.is_empty() {
                     view! { <div class="empty">"No tasks match."</div> }.into_any()
                 } else {
                     let shown = list.items.len() as u64;
                     view! {
+                        <div class="table-scroll">
                         <table class="data tasks">
                             <thead>
                                 <tr>
@@ -90,17 +106,18 @@ pub fn Tasks() -> impl IntoView {
                             </thead>
                             <tbody>{list.items.into_iter().map(task_row).collect_view()}</tbody>
                         </table>
+                        </div>
                         <Pager
                             page=list.page_index
                             per_page=PAGE_SIZE
                             shown
                             total=list.total
-                            on_page=Callback::new(move |p| page.set(p))
+                            on_page=Callback::new(move |p: u64| q.set(&[("page", p.to_string())]))
                         />
                     }
                         .into_any()
                 }}
-            </AsyncView>
+            }}
         </section>
     }
 }

@@ -8,11 +8,12 @@ use crate::{
     api::{self, ApiError},
     components::{
         async_view::{AsyncView, act, load},
+        curl::CopyCurl,
         dialog::{Confirm, Dialog},
         errors::{FieldError, FormError},
         pager::Pager,
     },
-    pages::use_customer,
+    pages::{use_customer, use_query_state},
     session::Auth,
 };
 
@@ -93,16 +94,17 @@ fn RoleTable() -> impl IntoView {
 #[component]
 fn UserAdmin(me: User) -> impl IntoView {
     let customer = use_customer();
-    let page = RwSignal::new(1u64);
-    // A search can come in the address (`?q=`), as the audit log links users.
-    let asked = leptos_router::hooks::use_query_map().get_untracked().get("q").unwrap_or_default();
-    let query = RwSignal::new(asked.clone());
-    let search = RwSignal::new(asked);
+    let q = use_query_state();
+    let page = Memo::new(move |_| q.page("page"));
+    let search = Memo::new(move |_| q.get("q"));
+    let query = RwSignal::new(search.get_untracked());
+    Effect::new(move |_| query.set(search.get()));
     let reload = RwSignal::new(0u32);
+    let url = Memo::new(move |_| api::users_url(&customer.get(), page.get(), PAGE_SIZE, &search.get()));
     let users = load(move || {
-        let (customer, page, search) = (customer.get(), page.get(), search.get());
+        let u = url.get();
         reload.track();
-        async move { api::list_users(&customer, page, PAGE_SIZE, &search).await }
+        async move { api::get_json::<edge_api::UserPage>(&u).await }
     });
     let editing = RwSignal::new(None::<Editing>);
     let pending = RwSignal::new(None::<Pending>);
@@ -135,8 +137,7 @@ fn UserAdmin(me: User) -> impl IntoView {
 
     let on_search = move |e: ev::SubmitEvent| {
         e.prevent_default();
-        page.set(1);
-        search.set(query.get_untracked());
+        q.set(&[("q", query.get_untracked().trim().to_string()), ("page", String::new())]);
     };
     let me_id = StoredValue::new(me.id.clone());
 
@@ -163,6 +164,7 @@ fn UserAdmin(me: User) -> impl IntoView {
             >
                 "New user"
             </button>
+            <CopyCurl path=move || Some(url.get()) />
         </div>
         {move || notice.get().map(|n| view! { <div class="notice success" role="status">{n}</div> })}
         <AsyncView resource=users loading="Loading users…" let:list>
@@ -181,6 +183,7 @@ fn UserAdmin(me: User) -> impl IntoView {
                     .map(|user| view! { <UserRow user me_id=me_id.get_value() editing pending notice /> })
                     .collect_view();
                 view! {
+                    <div class="table-scroll">
                     <table class="data users">
                         <thead>
                             <tr>
@@ -195,12 +198,13 @@ fn UserAdmin(me: User) -> impl IntoView {
                         </thead>
                         <tbody>{rows}</tbody>
                     </table>
+                    </div>
                     <Pager
                         page=list.page_index
                         per_page=PAGE_SIZE
                         shown
                         total=list.total
-                        on_page=Callback::new(move |p| page.set(p))
+                        on_page=Callback::new(move |p: u64| q.set(&[("page", p.to_string())]))
                     />
                 }
                     .into_any()
@@ -212,6 +216,7 @@ fn UserAdmin(me: User) -> impl IntoView {
                 .map(|mode| {
                     view! {
                         <UserForm
+                            me_id=me_id.get_value()
                             mode
                             on_done=Callback::new(move |message: String| {
                                 editing.set(None);
@@ -322,20 +327,22 @@ fn UserRow(
                             </button>
                         }
                     })}
-                <button class="link danger" on:click=move |_| ask(Pending::Delete(u4.clone()))>"Delete"</button>
+                // Not on one's own row: an administrator does not delete or demote themselves here.
+                {(!is_me).then(|| view! { <button class="link danger" on:click=move |_| ask(Pending::Delete(u4.clone()))>"Delete"</button> })}
             </td>
         </tr>
     }
 }
 
 #[component]
-fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) -> impl IntoView {
+fn UserForm(me_id: String, mode: Editing, on_done: Callback<String>, on_close: Callback<()>) -> impl IntoView {
     let customer = use_customer();
     let existing = match &mode {
         Editing::Existing(u) => Some((**u).clone()),
         Editing::New => None,
     };
     let remote = existing.as_ref().is_some_and(|u| u.source.id != "local");
+    let is_me = existing.as_ref().is_some_and(|u| u.id == me_id);
     let field = |f: fn(&User) -> String| RwSignal::new(existing.as_ref().map(f).unwrap_or_default());
     let username = field(|u| u.username.clone());
     let full_name = field(|u| u.full_name.clone());
@@ -376,8 +383,8 @@ fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) ->
                 full_name: Some(full_name.get_untracked().trim().to_string()),
                 email: Some(email.get_untracked().trim().to_string()),
                 phone_number: Some(phone.get_untracked().trim().to_string()),
-                enabled: Some(enabled.get_untracked()),
-                role: Some(Link { id: role.get_untracked(), uri: String::new() }),
+                enabled: (!is_me).then(|| enabled.get_untracked()),
+                role: (!is_me).then(|| Link { id: role.get_untracked(), uri: String::new() }),
                 source: None,
             }
         };
@@ -420,7 +427,7 @@ fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) ->
                 {remote.then(|| view! { <p class="muted">"This user comes from a remote identity source: only the role is held here."</p> })}
                 <label>
                     "Role"
-                    <select name="role" prop:value=move || role.get() on:change=move |e| role.set(event_target_value(&e))>
+                    <select name="role" prop:value=move || role.get() prop:disabled=is_me on:change=move |e| role.set(event_target_value(&e))>
                         {ROLES
                             .iter()
                             .map(|(id, text)| view! { <option value=*id title=*text>{*id}</option> })
@@ -428,6 +435,7 @@ fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) ->
                     </select>
                     <span class="hint">
                         {move || ROLES.iter().find(|(id, _)| *id == role.get()).map(|(_, t)| *t).unwrap_or_default()}
+                        {is_me.then_some(" You cannot change your own role: another administrator can.")}
                     </span>
                     <FieldError error field="role" />
                 </label>
@@ -451,7 +459,7 @@ fn UserForm(mode: Editing, on_done: Callback<String>, on_close: Callback<()>) ->
                     .then(|| {
                         view! {
                             <label class="check">
-                                <input type="checkbox" name="enabled" bind:checked=enabled />
+                                <input type="checkbox" name="enabled" bind:checked=enabled prop:disabled=is_me />
                                 "Enabled (can log in)"
                             </label>
                         }

@@ -1,22 +1,54 @@
 //! The editor of one property: structured or raw JSON, saving with If-Match and merging three-way on 409.
+//! Safe editing: unsaved changes are marked and can be discarded; saving shows the changes first; leaving
+//! asks; the draft is kept in this browser (so a reload or an ended session offers it back); rollback saves
+//! an old version through the same etag and merge path, without touching the draft.
 
-use edge_api::config::{ConfigDocument, Conflict, PropertyConfig, merge3};
+use edge_api::config::{ConfigDocument, Conflict, PropertyConfig, diff, merge3};
 use leptos::prelude::*;
 use leptos_router::{NavigateOptions, hooks::use_navigate};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
     api::{self, ApiError},
     components::{
         async_view::{act, load},
+        curl::CopyCurl,
+        dialog::Dialog,
         errors::{ApiErrorNotice, FormError},
-        time::datetime,
+        layout::Unsaved,
+        time::{Time, TimeMs},
     },
     pages::use_customer,
     session::Auth,
 };
 
-use super::{history::History, merge::MergeScreen, nodes::StructuredEditor};
+use super::{
+    history::{ChangesTable, History},
+    merge::MergeScreen,
+    nodes::StructuredEditor,
+};
+
+/// A draft kept in this browser: the version it was edited from and the configuration as edited.
+#[derive(Serialize, Deserialize, Clone)]
+struct StoredDraft {
+    version: u64,
+    config: Value,
+    /// When it was last changed (ms).
+    at: f64,
+}
+
+fn draft_key(customer: &str, name: &str) -> String {
+    format!("edge-console.draft.{customer}.{name}")
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+fn stored_draft(key: &str) -> Option<StoredDraft> {
+    serde_json::from_str(&storage()?.get_item(key).ok()??).ok()
+}
 
 /// What saving ended with.
 #[derive(Clone)]
@@ -76,6 +108,8 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let customer = use_customer();
     let auth = Auth::get();
     let navigate = use_navigate();
+    let key = draft_key(&customer.get_untracked(), &name);
+    let key = StoredValue::new(key);
     let name = StoredValue::new(name);
     let base = RwSignal::new(None::<ConfigDocument>);
     let draft = RwSignal::new(None::<PropertyConfig>);
@@ -86,12 +120,20 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let notice = RwSignal::new(None::<String>);
     let merge = RwSignal::new(None::<MergeState>);
     let history_reload = RwSignal::new(0u32);
+    let reviewing = RwSignal::new(None::<(ConfigDocument, Value)>);
+    // A draft of an earlier visit, offered back.
+    let offer = RwSignal::new(None::<StoredDraft>);
     let load = load(move || {
         let c = customer.get();
         async move { api::get_config(&c, &name.get_value()).await }
     });
     Effect::new(move |_| {
         if let Some(Ok(doc)) = load.get() {
+            if let Some(d) = stored_draft(&key.get_value()) {
+                if d.config != to_value(&doc.config) {
+                    offer.set(Some(d));
+                }
+            }
             draft.set(Some(doc.config.clone()));
             base.set(Some(doc));
         }
@@ -107,10 +149,60 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             draft.get_untracked().map(|d| to_value(&d)).ok_or_else(|| "Nothing loaded yet.".to_string())
         }
     };
+    // Unsaved: the draft (or the raw text) differs from the version it was edited from.
+    let dirty = Memo::new(move |_| {
+        let Some(b) = base.with(|b| b.as_ref().map(|b| to_value(&b.config))) else { return false };
+        if raw.get() {
+            serde_json::from_str::<Value>(&raw_text.get()).map_or(true, |v| v != b)
+        } else {
+            draft.with(|d| d.as_ref().is_some_and(|d| to_value(d) != b))
+        }
+    });
+    // The draft goes into this browser's storage while unsaved, and the navigation asks before leaving.
+    let unsaved = Unsaved::get();
+    Effect::new(move |_| {
+        let is_dirty = dirty.get();
+        let version = base.with(|b| b.as_ref().map(|b| b.version));
+        if let (Some(store), Some(version)) = (storage(), version) {
+            if is_dirty {
+                if let Ok(config) = mine() {
+                    let d = StoredDraft { version, config, at: js_sys::Date::now() };
+                    if let Ok(text) = serde_json::to_string(&d) {
+                        let _ = store.set_item(&key.get_value(), &text);
+                    }
+                }
+            } else if offer.get_untracked().is_none() {
+                let _ = store.remove_item(&key.get_value());
+            }
+        }
+        if let Some(u) = unsaved {
+            u.0.set(is_dirty.then(|| {
+                format!(
+                    "Your changes to {} are not saved. They stay in this browser: opening the property again offers them back.",
+                    name.get_value()
+                )
+            }));
+        }
+    });
+    on_cleanup(move || {
+        if let Some(u) = unsaved {
+            u.0.set(None);
+        }
+    });
+
     let save = act(move |(base_doc, mine, comment): &(ConfigDocument, Value, String)| {
         let (c, base_doc, mine, comment) = (customer.get_untracked(), base_doc.clone(), mine.clone(), comment.clone());
         async move { save_with_merge(&c, &name.get_value(), base_doc, mine, &comment).await }
     });
+    let saved = move |doc: ConfigDocument| {
+        draft.set(Some(doc.config.clone()));
+        raw_text.set(serde_json::to_string_pretty(&doc.config).unwrap_or_default());
+        base.set(Some(doc));
+        if let Some(s) = storage() {
+            let _ = s.remove_item(&key.get_value());
+        }
+        history_reload.update(|n| *n += 1);
+    };
     Effect::new(move |_| match save.value().get() {
         Some(Ok(Saved::Done { doc, merged_with })) => {
             notice.set(Some(match merged_with {
@@ -120,27 +212,105 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 ),
                 None => format!("Saved as version {}. Its deployment is under Tasks.", doc.version),
             }));
-            draft.set(Some(doc.config.clone()));
-            raw_text.set(serde_json::to_string_pretty(&doc.config).unwrap_or_default());
-            base.set(Some(*doc));
             comment.set(String::new());
             merge.set(None);
-            history_reload.update(|n| *n += 1);
+            reviewing.set(None);
+            saved(*doc);
         }
-        Some(Ok(Saved::Conflicts(m))) => merge.set(Some(*m)),
+        Some(Ok(Saved::Conflicts(m))) => {
+            reviewing.set(None);
+            merge.set(Some(*m));
+        }
         _ => {}
     });
     let save_error = Signal::derive(move || save.value().get().and_then(Result::err));
+    // Save: first the changes, for review; the dialog's button saves.
     let start_save = move || {
         notice.set(None);
         raw_error.set(None);
         let Some(base_doc) = base.get_untracked() else { return };
         match mine() {
-            Ok(v) => {
-                save.dispatch((base_doc, v, comment.get_untracked()));
-            }
+            Ok(v) => reviewing.set(Some((base_doc, v))),
             Err(e) => raw_error.set(Some(e)),
         }
+    };
+    let save_now = move || {
+        if let Some((base_doc, v)) = reviewing.get_untracked() {
+            save.dispatch((base_doc, v, comment.get_untracked()));
+        }
+    };
+    // Rollback: an old version's configuration saved over the current one (read afresh), with If-Match and
+    // the merge of a save. A draft in progress stays, edited from the version it was, and merges on its save.
+    let rollback = act(move |v: &u64| {
+        let (c, v) = (customer.get_untracked(), *v);
+        async move {
+            let old = api::config_version(&c, &name.get_value(), v).await?;
+            let current = api::get_config(&c, &name.get_value()).await?;
+            match save_with_merge(
+                &c,
+                &name.get_value(),
+                current,
+                to_value(&old.config),
+                &format!("Roll back to version {v}"),
+            )
+            .await?
+            {
+                Saved::Done { doc, .. } => Ok(*doc),
+                Saved::Conflicts(_) => Err(ApiError {
+                    status: 409,
+                    body: edge_api::ErrorBody::new("busy", "The property changed meanwhile; try the rollback again."),
+                }),
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(r) = rollback.value().get() {
+            if let Ok(doc) = &r {
+                if dirty.get_untracked() {
+                    notice.set(Some(format!(
+                        "Rolled back as version {}. Your unsaved changes are kept; saving them merges them with it.",
+                        doc.version
+                    )));
+                    history_reload.update(|n| *n += 1);
+                } else {
+                    notice.set(Some(format!("Rolled back as version {}.", doc.version)));
+                    saved(doc.clone());
+                }
+            }
+        }
+    });
+    let discard = move |_| {
+        if let Some(b) = base.get_untracked() {
+            raw_text.set(serde_json::to_string_pretty(&b.config).unwrap_or_default());
+            draft.set(Some(b.config));
+        }
+        if let Some(s) = storage() {
+            let _ = s.remove_item(&key.get_value());
+        }
+        notice.set(Some("Your changes were discarded.".into()));
+    };
+    let restore = move |d: StoredDraft| {
+        offer.set(None);
+        let Ok(config) = serde_json::from_value::<PropertyConfig>(d.config) else { return };
+        let current = base.get_untracked().map(|b| b.version);
+        if current == Some(d.version) {
+            draft.set(Some(config));
+            raw.set(false);
+            return;
+        }
+        // Edited from an older version: that version is the base, so that saving merges with what came since.
+        let c = customer.get_untracked();
+        leptos::task::spawn_local(async move {
+            if let Ok(old) = api::config_version(&c, &name.get_value(), d.version).await {
+                let _ = notice.try_set(Some(format!(
+                    "Your draft was edited from version {}; saving it merges it with the versions since.",
+                    d.version
+                )));
+                let _ = base.try_set(Some(old));
+                let _ = draft.try_set(Some(config));
+                let _ = raw.try_set(false);
+            }
+        });
     };
     let toggle_raw = move |_| {
         raw_error.set(None);
@@ -174,16 +344,42 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 .map(|error| view! { <ApiErrorNotice error /> })
         }}
         {move || {
+            offer
+                .get()
+                .map(|d| {
+                    let again = d.clone();
+                    view! {
+                        <div class="notice info draft-offer" role="status" id="draft-offer">
+                            <span>
+                                "You have unsaved changes to this property from "
+                                <TimeMs ms=d.at as i64 />
+                                {format!(" (edited from version {}). ", d.version)}
+                            </span>
+                            <button type="button" class="primary" on:click=move |_| restore(again.clone())>"Restore my changes"</button>
+                            <button type="button" on:click=move |_| {
+                                offer.set(None);
+                                if let Some(s) = storage() {
+                                    let _ = s.remove_item(&key.get_value());
+                                }
+                            }>"Discard them"</button>
+                        </div>
+                    }
+                })
+        }}
+        {move || {
             base.get()
                 .map(|b| {
                     view! {
                         <div class="editor-head">
                             <h2>{b.config.name.clone()}</h2>
                             <span class="muted">
-                                {format!("Version {} · saved {} by {}", b.version, datetime(&b.modified), b.author)}
+                                {format!("Version {} · saved ", b.version)}
+                                <Time iso=b.modified.clone() />
+                                {format!(" by {}", b.author)}
                                 {(!b.comment.is_empty()).then(|| format!(" · “{}”", b.comment))}
                             </span>
                             <code class="etag" title="ETag">{b.etag.clone()}</code>
+                            <CopyCurl path=move || Some(api::config_url(&customer.get(), &name.get_value())) />
                         </div>
                     }
                 })
@@ -194,11 +390,14 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 <button on:click=toggle_raw id="toggle-raw">
                     {move || if raw.get() { "Structured editor" } else { "Raw JSON" }}
                 </button>
+                <Show when=move || dirty.get()>
+                    <span class="badge unsaved" id="unsaved" role="status">"● Unsaved changes"</span>
+                </Show>
                 <span class="spacer"></span>
                 <Show when=writable>
-                    <input class="comment" name="comment" placeholder="What changed (optional)" bind:value=comment />
+                    <button type="button" id="discard" disabled=move || !dirty.get() on:click=discard>"Discard"</button>
                     <button class="primary" id="save-config" disabled=move || save.pending().get() on:click=move |_| start_save()>
-                        {move || if save.pending().get() { "Saving…" } else { "Save" }}
+                        {move || if save.pending().get() { "Saving…" } else { "Save…" }}
                     </button>
                 </Show>
             </div>
@@ -207,12 +406,37 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             {move || notice.get().map(|n| view! { <div class="notice success" role="status" id="save-notice">{n}</div> })}
             {move || {
                 if raw.get() {
-                    view! { <textarea class="raw-json" name="raw" rows="28" spellcheck="false" bind:value=raw_text></textarea> }.into_any()
+                    view! { <textarea class="raw-json" name="raw" rows="28" spellcheck="false" aria-label="Configuration as JSON" bind:value=raw_text></textarea> }.into_any()
                 } else {
                     view! { <StructuredEditor draft writable=writable() /> }.into_any()
                 }
             }}
         </Show>
-        <History name=name.get_value() base reload=history_reload writable=Signal::derive(writable) />
+        {move || {
+            reviewing
+                .get()
+                .map(|(b, mine)| {
+                    let changes = diff(&to_value(&b.config), &mine);
+                    let n = changes.len();
+                    view! {
+                        <Dialog title="Review your changes".to_string() on_close=Callback::new(move |_| reviewing.set(None)) id="review">
+                            <p>{format!("{n} change(s) against version {}:", b.version)}</p>
+                            <ChangesTable changes />
+                            <label>
+                                "What changed (optional)"
+                                <input class="comment" name="comment" bind:value=comment />
+                            </label>
+                            <FormError error=save_error fields=&[] />
+                            <div class="actions">
+                                <button type="button" autofocus=true on:click=move |_| reviewing.set(None)>"Keep editing"</button>
+                                <button type="button" class="primary" id="confirm-save" disabled=move || save.pending().get() || n == 0 on:click=move |_| save_now()>
+                                    "Save"
+                                </button>
+                            </div>
+                        </Dialog>
+                    }
+                })
+        }}
+        <History name=name.get_value() reload=history_reload writable=Signal::derive(writable) rollback />
     }
 }

@@ -1,4 +1,5 @@
-//! A property's version history: changes between versions, comparison with the current one, rollback.
+//! A property's version history: changes between versions, comparison with the current one, rollback
+//! (done by the editor, through the same etag and merge path as a save).
 
 use edge_api::config::{Change, ConfigDocument};
 use leptos::prelude::*;
@@ -7,21 +8,21 @@ use serde_json::Value;
 use crate::{
     api::{self, ApiError},
     components::{
-        async_view::{AsyncView, act, load},
+        async_view::{AsyncView, load},
+        curl::CopyCurl,
         dialog::Confirm,
-        time::datetime,
+        time::Time,
     },
     pages::use_customer,
 };
 
-use super::editor::to_value;
-
 #[component]
 pub(super) fn History(
     name: String,
-    base: RwSignal<Option<ConfigDocument>>,
     reload: RwSignal<u32>,
     #[prop(into)] writable: Signal<bool>,
+    /// Rolls back to a version; its value is the outcome (a notice or the error).
+    rollback: Action<u64, Result<ConfigDocument, ApiError>>,
 ) -> impl IntoView {
     let customer = use_customer();
     let name = StoredValue::new(name);
@@ -41,39 +42,19 @@ pub(super) fn History(
         }
     });
     let rolling = RwSignal::new(None::<u64>);
-    let rollback = act(move |v: &u64| {
-        let (c, v) = (customer.get_untracked(), *v);
-        async move {
-            let old = api::config_version(&c, &name.get_value(), v).await?;
-            let current = base.get_untracked().ok_or_else(|| ApiError {
-                status: 0,
-                body: edge_api::ErrorBody::new("not_loaded", "Nothing loaded."),
-            })?;
-            api::put_config(
-                &c,
-                &name.get_value(),
-                &current.etag,
-                &to_value(&old.config),
-                &format!("Roll back to version {v}"),
-            )
-            .await
-        }
-    });
     Effect::new(move |_| {
-        if let Some(Ok(doc)) = rollback.value().get() {
+        if let Some(Ok(_)) = rollback.value().get() {
             rolling.set(None);
-            base.set(Some(doc));
-            reload.update(|n| *n += 1);
-            // The editor reloads the configuration from `base` through the page's own load.
-            if let Some(w) = web_sys::window() {
-                let _ = w.location().reload();
-            }
         }
     });
     let rollback_error = Signal::derive(move || rollback.value().get().and_then(Result::err));
     view! {
         <div class="card panel wide" id="history">
-            <h2>"History"</h2>
+            <div class="toolbar">
+                <h2>"History"</h2>
+                <span class="spacer"></span>
+                <CopyCurl path=move || Some(format!("{}/versions", api::config_url(&customer.get(), &name.get_value()))) />
+            </div>
             <AsyncView resource=versions loading="Loading history…" let:list>
                 {
                             let latest = list.first().map(|v| v.version).unwrap_or(0);
@@ -96,13 +77,16 @@ pub(super) fn History(
                                                 view! {
                                                     <tr data-version=n>
                                                         <td>{n}</td>
-                                                        <td>{datetime(&v.created)}</td>
+                                                        <td><Time iso=v.created.clone() /></td>
                                                         <td>{v.author.clone()}</td>
                                                         <td>{v.comment.clone()}</td>
                                                         <td class="actions">
                                                             {(n > 1).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n - 1, n)))>"Changes"</button> })}
                                                             {(n != latest).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n, latest)))>"Compare with current"</button> })}
-                                                            {move || (writable.get() && n != latest).then(|| view! { <button class="link" on:click=move |_| rolling.set(Some(n))>"Roll back to this"</button> })}
+                                                            {move || (writable.get() && n != latest).then(|| view! { <button class="link" on:click=move |_| {
+                                                                rollback.value().set(None);
+                                                                rolling.set(Some(n));
+                                                            }>"Roll back to this"</button> })}
                                                         </td>
                                                     </tr>
                                                 }
@@ -148,13 +132,22 @@ pub(super) fn History(
 
 #[component]
 fn DiffView(from: u64, to: u64, changes: Vec<Change>) -> impl IntoView {
-    let show = |v: &Option<Value>| v.as_ref().map(|v| serde_json::to_string(v).unwrap_or_default()).unwrap_or_default();
     view! {
         <h3>{format!("Changes from version {from} to {to}")}</h3>
+        <ChangesTable changes />
+    }
+}
+
+/// Changes between two configurations: where, what, before and after.
+#[component]
+pub(super) fn ChangesTable(changes: Vec<Change>) -> impl IntoView {
+    let show = |v: &Option<Value>| v.as_ref().map(|v| serde_json::to_string(v).unwrap_or_default()).unwrap_or_default();
+    view! {
         {if changes.is_empty() {
             view! { <p class="muted">"No differences."</p> }.into_any()
         } else {
             view! {
+                <div class="table-scroll">
                 <table class="data diff">
                     <thead>
                         <tr>
@@ -186,6 +179,7 @@ fn DiffView(from: u64, to: u64, changes: Vec<Change>) -> impl IntoView {
                             .collect_view()}
                     </tbody>
                 </table>
+                </div>
             }
                 .into_any()
         }}

@@ -18,68 +18,117 @@ fn first_dimension(r: &StatsResponse) -> Option<Column> {
     r.query.dimensions.first().map(|d| Column::of(r, d)).filter(Column::exists)
 }
 
-/// Sums of each metric over all rows of an answer.
+/// True for a metric of time per request (milliseconds): shown as an average over requests, never summed.
+pub fn is_latency(metric: &str) -> bool {
+    metric.ends_with("_ms")
+}
+
+/// How a metric adds up over rows: a sum, or for a latency its sum over the hits' sum (the API's rows hold
+/// the milliseconds of all their requests).
+#[derive(Clone, Copy)]
+struct Measure {
+    value: Column,
+    hits: Option<Column>,
+}
+
+impl Measure {
+    fn of(r: &StatsResponse, metric: &str) -> Measure {
+        let hits = is_latency(metric).then(|| Column::of(r, "hits"));
+        Measure { value: Column::of(r, metric), hits }
+    }
+
+    /// (amount, weight) of a row: the weight is the row's hits for a latency.
+    fn row(&self, row: &[serde_json::Value]) -> (f64, f64) {
+        (self.value.number(row), self.hits.map(|h| h.number(row)).unwrap_or(1.0))
+    }
+
+    /// The value of accumulated (amount, weight).
+    fn value(&self, (amount, weight): (f64, f64)) -> f64 {
+        match self.hits {
+            None => amount,
+            Some(_) if weight > 0.0 => amount / weight,
+            Some(_) => 0.0,
+        }
+    }
+}
+
+fn add(acc: &mut (f64, f64), (a, w): (f64, f64)) {
+    acc.0 += a;
+    acc.1 += w;
+}
+
+/// Each metric over all rows of an answer: the sum, or the average per request of a latency.
 pub fn totals(r: &StatsResponse) -> Vec<(String, f64)> {
     let metrics = r.query.metrics.clone().unwrap_or_default();
     metrics
         .into_iter()
         .map(|m| {
-            let col = Column::of(r, &m);
-            let sum = r.rows.iter().map(|row| col.number(row)).sum();
-            (m, sum)
+            let measure = Measure::of(r, &m);
+            let mut acc = (0.0, 0.0);
+            for row in &r.rows {
+                add(&mut acc, measure.row(row));
+            }
+            (m, measure.value(acc))
         })
         .collect()
 }
 
 /// The series of one metric, split by the first dimension: the largest values, the rest as "other".
 pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
-    let value = Column::of(r, metric);
-    if !value.exists() {
+    let measure = Measure::of(r, metric);
+    if !measure.value.exists() {
         return Vec::new();
     }
     let time = Column::of(r, "starttime");
     let dim = first_dimension(r);
-    let mut by: BTreeMap<String, BTreeMap<i64, f64>> = BTreeMap::new();
+    let mut by: BTreeMap<String, BTreeMap<i64, (f64, f64)>> = BTreeMap::new();
     for row in &r.rows {
         let Ok(t) = parse_time(&time.text(row)) else { continue };
         let key = dim.map(|d| d.text(row)).unwrap_or_else(|| "total".into());
-        *by.entry(key).or_default().entry(t).or_default() += value.number(row);
+        add(by.entry(key).or_default().entry(t).or_default(), measure.row(row));
     }
     // Every series has a value at every time of the answer (zero where it had no row), so that stacked areas
     // and lines do not bridge gaps.
     let times: BTreeSet<i64> = by.values().flat_map(|p| p.keys().copied()).collect();
     for points in by.values_mut() {
         for t in &times {
-            points.entry(*t).or_insert(0.0);
+            points.entry(*t).or_insert((0.0, 0.0));
         }
     }
-    let mut ranked: Vec<(String, BTreeMap<i64, f64>)> = by.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.values().sum::<f64>().total_cmp(&a.1.values().sum::<f64>()));
+    // Ranked by volume: the amount (for a latency, the requests behind it).
+    let size = |p: &BTreeMap<i64, (f64, f64)>| {
+        p.values().map(|(a, w)| if measure.hits.is_some() { *w } else { *a }).sum::<f64>()
+    };
+    let mut ranked: Vec<(String, BTreeMap<i64, (f64, f64)>)> = by.into_iter().collect();
+    ranked.sort_by(|a, b| size(&b.1).total_cmp(&size(&a.1)));
     let mut out: Vec<Series> = Vec::new();
-    let mut other: BTreeMap<i64, f64> = BTreeMap::new();
+    let mut other: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
     for (i, (name, points)) in ranked.into_iter().enumerate() {
         if i < SERIES {
-            out.push(Series { name, points: points.into_iter().collect() });
+            out.push(Series { name, points: points.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect() });
         } else {
-            for (t, v) in points {
-                *other.entry(t).or_default() += v;
+            for (t, acc) in points {
+                add(other.entry(t).or_default(), acc);
             }
         }
     }
     if !other.is_empty() {
-        out.push(Series { name: "other".into(), points: other.into_iter().collect() });
+        out.push(Series {
+            name: "other".into(),
+            points: other.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect(),
+        });
     }
     out
 }
 
-/// The top `n` values of the first dimension by a metric, over the whole range.
+/// The top `n` values of the first dimension by a metric, over the whole range (a latency: the slowest).
 pub fn top_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<(String, f64)> {
-    let (value, Some(dim)) = (Column::of(r, metric), first_dimension(r)) else { return Vec::new() };
-    let mut by: BTreeMap<String, f64> = BTreeMap::new();
+    let (measure, Some(dim)) = (Measure::of(r, metric), first_dimension(r)) else { return Vec::new() };
+    let mut by: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for row in &r.rows {
-        *by.entry(dim.text(row)).or_default() += value.number(row);
+        add(by.entry(dim.text(row)).or_default(), measure.row(row));
     }
-    let mut v: Vec<(String, f64)> = by.into_iter().collect();
+    let mut v: Vec<(String, f64)> = by.into_iter().map(|(k, acc)| (k, measure.value(acc))).collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     v.truncate(n);
     v

@@ -1,30 +1,48 @@
-//! The filter builder of the statistics view: conditions joined by AND or OR, as the API's filter expression.
+//! The filter builder of the statistics and security views: conditions joined by AND or OR, as the API's
+//! filter expression; and adding one condition (a clicked value) to an expression.
 
-use edge_api::stats::{DELIVERY_DIMENSIONS, parse_filters};
+use edge_api::stats::{Filter, parse_filters};
 use leptos::{ev, prelude::*};
 
-/// Filter rows joined by AND or OR, as the API's filter expression.
+/// A value written for a filter expression: `\`, `,` and `;` escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace(',', "\\,").replace(';', "\\;")
+}
+
+/// The conditions of an expression as (dimension, equal, value), and whether they are joined by AND.
+fn conditions(filters: &str, dims: &[&str]) -> (Vec<(String, bool, String)>, bool) {
+    let filter = parse_filters(filters, dims).unwrap_or_default();
+    let and = !matches!(filter, Filter::Any(_));
+    (filter.conditions().iter().map(|c| (c.dimension.clone(), c.equal, c.value.clone())).collect(), and)
+}
+
+fn expression(rows: &[(String, bool, String)], and: bool) -> String {
+    rows.iter()
+        .filter(|(_, _, v)| !v.is_empty())
+        .map(|(d, eq, v)| format!("{d}{}{}", if *eq { "==" } else { "!=" }, escape(v)))
+        .collect::<Vec<_>>()
+        .join(if and { ";" } else { "," })
+}
+
+/// `filters` narrowed to `dim == value` (a clicked value): the conditions are joined by AND from then on,
+/// and a condition on the same dimension is replaced.
+pub fn with_condition(filters: &str, dims: &[&str], dim: &str, value: &str) -> String {
+    let (mut rows, _) = conditions(filters, dims);
+    rows.retain(|(d, _, _)| d != dim);
+    rows.push((dim.to_string(), true, value.to_string()));
+    expression(&rows, true)
+}
+
+/// Filter rows joined by AND or OR, as the API's filter expression, over `dims`.
 #[component]
-pub fn FilterBuilder(#[prop(into)] filters: Signal<String>, on_change: Callback<String>) -> impl IntoView {
-    let dims: Vec<&str> = DELIVERY_DIMENSIONS.to_vec();
-    let parsed = Memo::new(move |_| {
-        let f = filters.get();
-        let filter = parse_filters(&f, &DELIVERY_DIMENSIONS).unwrap_or_default();
-        let and = matches!(filter, edge_api::stats::Filter::All(_));
-        (filter.conditions().iter().map(|c| (c.dimension.clone(), c.equal, c.value.clone())).collect::<Vec<_>>(), and)
-    });
-    let escape = |v: &str| v.replace('\\', "\\\\").replace(',', "\\,").replace(';', "\\;");
-    let emit = move |rows: Vec<(String, bool, String)>, and: bool| {
-        let sep = if and { ";" } else { "," };
-        let text = rows
-            .iter()
-            .filter(|(_, _, v)| !v.is_empty())
-            .map(|(d, eq, v)| format!("{d}{}{}", if *eq { "==" } else { "!=" }, escape(v)))
-            .collect::<Vec<_>>()
-            .join(sep);
-        on_change.run(text);
-    };
-    let new_dim = RwSignal::new("domain".to_string());
+pub fn FilterBuilder(
+    #[prop(into)] filters: Signal<String>,
+    dims: &'static [&'static str],
+    on_change: Callback<String>,
+) -> impl IntoView {
+    let parsed = Memo::new(move |_| conditions(&filters.get(), dims));
+    let emit = move |rows: Vec<(String, bool, String)>, and: bool| on_change.run(expression(&rows, and));
+    let new_dim = RwSignal::new(dims.first().copied().unwrap_or_default().to_string());
     let new_op = RwSignal::new(true);
     let new_value = RwSignal::new(String::new());
     let add = move |e: ev::SubmitEvent| {
@@ -53,8 +71,9 @@ pub fn FilterBuilder(#[prop(into)] filters: Signal<String>, on_change: Callback<
                             <span class="filter-chip">
                                 {format!("{d} {} {v}", if *eq { "is" } else { "is not" })}
                                 <button
+                                    type="button"
                                     class="icon"
-                                    aria-label="Remove filter"
+                                    aria-label=format!("Remove filter {d}")
                                     on:click=move |_| {
                                         let mut all = all.clone();
                                         all.remove(i);
@@ -93,7 +112,7 @@ pub fn FilterBuilder(#[prop(into)] filters: Signal<String>, on_change: Callback<
                     <option value="eq">"is"</option>
                     <option value="ne">"is not"</option>
                 </select>
-                <input name="filter-value" placeholder="value" bind:value=new_value />
+                <input name="filter-value" placeholder="value" aria-label="Filter value" bind:value=new_value />
                 <button type="submit">"Add filter"</button>
             </form>
         </fieldset>

@@ -1,9 +1,10 @@
 //! Statistics: delivery statistics for a time range — totals (with the previous period), a chart per metric
 //! split by a dimension (lines or stacked), the top values, a sortable paged table, CSV export — and the top
 //! 20 URLs per day. The whole query lives in the page's address, so a view can be bookmarked and shared.
+//! Clicking a value (a legend entry's ⊕, a bar, a table cell) adds it as a filter.
 
 mod data;
-mod filters;
+pub mod filters;
 mod table;
 mod top_urls;
 mod view;
@@ -15,27 +16,54 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
+pub use self::{
+    data::{bars, is_latency, series_of, to_csv, totals},
+    view::{View, grouping_state, metric_label},
+};
 use self::{
     data::top_values,
-    filters::FilterBuilder,
+    filters::{FilterBuilder, with_condition},
     table::{DataTable, Kpis},
     top_urls::TopUrls,
     view::{PAGE_SIZE, params},
-};
-pub use self::{
-    data::{bars, series_of, to_csv, totals},
-    view::{View, grouping_state, metric_label},
 };
 use crate::{
     api,
     components::download::download,
     components::{
-        async_view::{AsyncView, load},
-        chart::{BarChart, TimeChart},
+        async_view::{AsyncView, Cancel, load},
+        chart::{BarList, TimeChart, Unit},
+        curl::CopyCurl,
         range::{Range, RangePicker, allowed_granularities, now_ms},
     },
     pages::use_customer,
 };
+
+/// The dimensions a delivery filter may name (the customer is implied).
+const FILTER_DIMENSIONS: [&str; 13] = [
+    "country",
+    "domain",
+    "property",
+    "http_status_code",
+    "cache_status",
+    "content_type",
+    "browser_name",
+    "device_type",
+    "device_os",
+    "country_code",
+    "gna_cache_status",
+    "request_type",
+    "scheme",
+];
+
+/// A granularity as words for an axis title: "per 5 minutes".
+fn per(g: Granularity) -> &'static str {
+    match g {
+        Granularity::FiveMinute => "per 5 minutes",
+        Granularity::Hour => "per hour",
+        Granularity::Day => "per day",
+    }
+}
 
 #[component]
 pub fn Statistics() -> impl IntoView {
@@ -47,7 +75,7 @@ pub fn Statistics() -> impl IntoView {
         View::from_params(|k| q.get(k))
     });
     let set = Callback::new(move |next: View| {
-        navigate(&next.to_query(), NavigateOptions { replace: true, scroll: false, ..Default::default() });
+        navigate(&next.to_query(), NavigateOptions { scroll: false, ..Default::default() });
     });
     let update = move |f: &dyn Fn(&mut View)| {
         let mut v = view.get_untracked();
@@ -61,39 +89,75 @@ pub fn Statistics() -> impl IntoView {
         v.range(now).map(|r| (r, v.granularity(r, now), allowed_granularities(r, now)))
     });
     let valid = Memo::new(move |_| resolved.get().map(|(_, g, _)| grouping_state(g, &view.get().dims)));
+    let add_filter = Callback::new(move |(dim, value): (String, String)| {
+        update(&move |v: &mut View| {
+            v.filters = with_condition(&v.filters, &FILTER_DIMENSIONS, &dim, &value);
+            v.page = 0;
+        })
+    });
 
+    // Each read has its own key, so that paging, sorting or the chart style refetch only what they change.
+    // None: the dimensions do not form a grouping set.
+    let query_of = move |v: &View, page: bool| {
+        let (range, g, _) = resolved.get()?;
+        if !Family::Delivery.is_grouping_set(Some(g), &v.dims) {
+            return None;
+        }
+        let p = if page {
+            params(v, range, g, &v.dims, &v.sort, v.page * PAGE_SIZE, PAGE_SIZE)
+        } else {
+            params(v, range, g, &v.dims, "starttime", 0, 2500)
+        };
+        Some(api::stats_url(&customer.get(), "/stats/data", &p))
+    };
+    let table_url = Memo::new(move |_| query_of(&view.get(), true));
+    let chart_url = Memo::new(move |_| {
+        let v = view.get();
+        let key = View { page: 0, sort: String::new(), stacked: false, ..v };
+        query_of(&key, false)
+    });
+    let table_cancel = Cancel::on_change(table_url);
+    let chart_cancel = Cancel::on_change(chart_url);
     let table = load(move || {
-        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        let url = table_url.get();
+        let abort = url.as_ref().and_then(|u| table_cancel.signal(Some(u.clone())));
         async move {
-            let Some((range, g, _)) = res else { return Ok(None) };
-            if !Family::Delivery.is_grouping_set(Some(g), &v.dims) {
-                return Ok(None);
+            match url {
+                Some(u) => api::get_stats(&u, abort).await.map(Some),
+                None => Ok(None),
             }
-            api::stats(&c, "/stats/data", &params(&v, range, g, &v.dims, &v.sort, v.page * PAGE_SIZE, PAGE_SIZE))
-                .await
-                .map(Some)
         }
     });
     let chart = load(move || {
-        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        let url = chart_url.get();
+        let abort = url.as_ref().and_then(|u| chart_cancel.signal(Some(u.clone())));
         async move {
-            let Some((range, g, _)) = res else { return Ok(None) };
-            if !Family::Delivery.is_grouping_set(Some(g), &v.dims) {
-                return Ok(None);
+            match url {
+                Some(u) => api::get_stats(&u, abort).await.map(Some),
+                None => Ok(None),
             }
-            api::stats(&c, "/stats/data", &params(&v, range, g, &v.dims, "starttime", 0, 2500)).await.map(Some)
         }
     });
+    // Totals of the range and, to compare, of the period before: both asked for at once.
+    let kpi_urls = Memo::new(move |_| {
+        let v = view.get();
+        let (range, g, _) = resolved.get()?;
+        let url = |r: Range| api::stats_url(&customer.get(), "/stats/data", &params(&v, r, g, &[], "", 0, 2500));
+        Some((url(range), v.compare.then(|| url(range.previous())), v.metrics.clone()))
+    });
     let kpis = load(move || {
-        let (v, c, res) = (view.get(), customer.get(), resolved.get());
+        let urls = kpi_urls.get();
         async move {
-            let Some((range, g, _)) = res else { return Ok(None) };
-            let now = api::stats(&c, "/stats/data", &params(&v, range, g, &[], "", 0, 2500)).await?;
-            let before = match v.compare {
-                true => Some(api::stats(&c, "/stats/data", &params(&v, range.previous(), g, &[], "", 0, 2500)).await?),
-                false => None,
-            };
-            Ok(Some((totals(&now), before.as_ref().map(totals))))
+            let Some((now, before, metrics)) = urls else { return Ok(None) };
+            let (now, before) = futures::future::join(api::get_stats(&now, None), async {
+                match &before {
+                    Some(u) => api::get_stats(u, None).await.map(Some),
+                    None => Ok(None),
+                }
+            })
+            .await;
+            let chosen = |t: Vec<(String, f64)>| t.into_iter().filter(|(m, _)| metrics.contains(m)).collect::<Vec<_>>();
+            Ok(Some((chosen(totals(&now?)), before?.map(|b| chosen(totals(&b))))))
         }
     });
 
@@ -120,6 +184,7 @@ pub fn Statistics() -> impl IntoView {
             v.page = 0;
         })
     };
+    let stacked = Signal::derive(move || view.get().stacked);
 
     view! {
         <section class="page stats">
@@ -229,6 +294,7 @@ pub fn Statistics() -> impl IntoView {
                 </fieldset>
                 <FilterBuilder
                     filters=Signal::derive(move || view.get().filters)
+                    dims=&FILTER_DIMENSIONS
                     on_change=Callback::new(move |f: String| {
                         update(&move |v: &mut View| {
                             v.filters = f.clone();
@@ -245,10 +311,10 @@ pub fn Statistics() -> impl IntoView {
                     <h2>"Over time"</h2>
                     <span class="spacer"></span>
                     <div class="segmented" role="group" aria-label="Chart">
-                        <button class="chip" class:active=move || !view.get().stacked on:click=move |_| update(&|v: &mut View| v.stacked = false)>
+                        <button class="chip" class:active=move || !stacked.get() aria-pressed=move || (!stacked.get()).to_string() on:click=move |_| update(&|v: &mut View| v.stacked = false)>
                             "Lines"
                         </button>
-                        <button class="chip" class:active=move || view.get().stacked on:click=move |_| update(&|v: &mut View| v.stacked = true)>
+                        <button class="chip" class:active=move || stacked.get() aria-pressed=move || stacked.get().to_string() on:click=move |_| update(&|v: &mut View| v.stacked = true)>
                             "Stacked"
                         </button>
                     </div>
@@ -262,19 +328,26 @@ pub fn Statistics() -> impl IntoView {
                     >
                         "Export CSV"
                     </button>
+                    <CopyCurl path=move || chart_url.get() />
                 </div>
                 <AsyncView resource=chart let:answer>
                     {
-                        let stacked = view.get_untracked().stacked;
                         match (answer, resolved.get_untracked()) {
-                            (Some(r), Some((range, _, _))) => view! { <Charts response=r range stacked /> }.into_any(),
+                            (Some(r), Some((range, g, _))) => {
+                                let metrics = view.get_untracked().metrics;
+                                view! { <Charts response=r metrics range granularity=g stacked add_filter /> }.into_any()
+                            }
                             _ => view! { <p class="muted">"Choose dimensions that form a grouping set."</p> }.into_any(),
                         }
                     }
                 </AsyncView>
             </div>
             <div class="card panel wide">
-                <h2>"Rows"</h2>
+                <div class="toolbar">
+                    <h2>"Rows"</h2>
+                    <span class="spacer"></span>
+                    <CopyCurl path=move || table_url.get() />
+                </div>
                 <AsyncView resource=table let:answer>
                     {answer
                         .map(|r| {
@@ -282,6 +355,7 @@ pub fn Statistics() -> impl IntoView {
                             view! {
                                 <DataTable
                                     response=r
+                                    metrics=v.metrics.clone()
                                     sort=v.sort.clone()
                                     page=v.page
                                     on_sort=Callback::new(move |s: String| {
@@ -291,6 +365,7 @@ pub fn Statistics() -> impl IntoView {
                                         })
                                     })
                                     on_page=Callback::new(move |p: u64| update(&move |v: &mut View| v.page = p))
+                                    on_filter=add_filter
                                 />
                             }
                         })}
@@ -303,8 +378,15 @@ pub fn Statistics() -> impl IntoView {
 
 /// The chart of one metric at a time (chosen by its chip) over the range, and its top values.
 #[component]
-fn Charts(response: StatsResponse, range: Range, stacked: bool) -> impl IntoView {
-    let metrics = response.query.metrics.clone().unwrap_or_default();
+fn Charts(
+    response: StatsResponse,
+    /// The metrics chosen (the answer may hold hits besides, for the averages of latencies).
+    metrics: Vec<String>,
+    range: Range,
+    granularity: Granularity,
+    stacked: Signal<bool>,
+    add_filter: Callback<(String, String)>,
+) -> impl IntoView {
     let metric = RwSignal::new(metrics.first().cloned().unwrap_or_else(|| "hits".into()));
     let split = response.query.dimensions.first().cloned();
     let truncated = response.total_results > response.rows.len() as u64;
@@ -330,12 +412,24 @@ fn Charts(response: StatsResponse, range: Range, stacked: bool) -> impl IntoView
         let split = split.clone();
         move || {
             let m = metric.get();
+            let unit = Unit::of_metric(&m);
             let label = match &split {
                 Some(d) => format!("{} over time by {d}", metric_label(&m)),
                 None => format!("{} over time", metric_label(&m)),
             };
+            let y_title = if is_latency(&m) {
+                format!("{}{}", metric_label(&m), unit.title())
+            } else {
+                format!("{} {}{}", metric_label(&m), per(granularity), unit.title())
+            };
             let series = r.with_value(|r| series_of(r, &m));
-            view! { <TimeChart label series start=range.start end=range.end stacked id="time-chart" /> }
+            // Averages do not stack.
+            let stacked = stacked.get() && !is_latency(&m);
+            let on_filter = split.clone().map(|d| Callback::new(move |v: String| add_filter.run((d.clone(), v))));
+            match on_filter {
+                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter /> }.into_any(),
+                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" /> }.into_any(),
+            }
         }
     };
     view! {
@@ -359,7 +453,17 @@ fn Charts(response: StatsResponse, range: Range, stacked: bool) -> impl IntoView
                     {move || {
                         let m = metric.get();
                         let bars = r.with_value(|r| top_values(r, &m, 10));
-                        view! { <BarChart label=format!("Top {d} by {}", metric_label(&m)) bars id="top-chart" width=1100 row=26 /> }
+                        let dim = d.clone();
+                        view! {
+                            <BarList
+                                label=format!("Top {d} by {}", metric_label(&m))
+                                bars
+                                unit=Unit::of_metric(&m)
+                                id="top-chart"
+                                on_pick=Callback::new(move |v: String| add_filter.run((dim.clone(), v)))
+                                pick_label="Filter to"
+                            />
+                        }
                     }}
                 }
             })}

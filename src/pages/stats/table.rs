@@ -3,29 +3,38 @@
 use edge_api::stats::StatsResponse;
 use leptos::prelude::*;
 
-use super::view::{PAGE_SIZE, metric_label};
+use super::{
+    is_latency,
+    view::{PAGE_SIZE, metric_label},
+};
 use crate::{
     api::Column,
-    components::{chart::short_number, pager::Pager},
+    components::{chart::Unit, pager::Pager, time::datetime},
 };
 
-/// The rows of one page; sorting by a column header (descending first), paging below.
+/// The rows of one page; sorting by a column header (descending first), paging below. A dimension's value
+/// is a button that adds it as a filter; a latency is shown as the average per request of its row.
 #[component]
 pub fn DataTable(
     response: StatsResponse,
+    /// The metrics chosen (the answer may hold hits besides).
+    metrics: Vec<String>,
     sort: String,
     /// The page, counted from 0 as in the address.
     page: u64,
     on_sort: Callback<String>,
     on_page: Callback<u64>,
+    on_filter: Callback<(String, String)>,
 ) -> impl IntoView {
     if response.rows.is_empty() {
         return view! { <div class="empty">"No traffic in this range."</div> }.into_any();
     }
-    let metrics = response.query.metrics.clone().unwrap_or_default();
+    let hits = Column::of(&response, "hits");
+    let dims = response.query.dimensions.clone();
     let columns: Vec<(String, Column, bool)> = response
         .columns
         .iter()
+        .filter(|c| !response.query.metrics.as_ref().is_some_and(|m| m.contains(&c.name)) || metrics.contains(&c.name))
         .map(|c| (c.name.clone(), Column::of(&response, &c.name), c.column_type.as_deref() == Some("long")))
         .collect();
     let header = columns
@@ -56,11 +65,33 @@ pub fn DataTable(
                 .iter()
                 .map(|(name, col, numeric)| {
                     let full = col.text(row);
+                    if dims.contains(name) {
+                        let (dim, value) = (name.clone(), full.clone());
+                        let shown = if full.is_empty() { "(none)".to_string() } else { full.clone() };
+                        return view! {
+                            <td class:num=*numeric>
+                                <button
+                                    type="button"
+                                    class="link cell-filter"
+                                    title="Filter to this"
+                                    on:click=move |_| on_filter.run((dim.clone(), value.clone()))
+                                >
+                                    {shown}
+                                </button>
+                            </td>
+                        }
+                        .into_any();
+                    }
                     let text = match col.value(row).and_then(|v| v.as_f64()) {
-                        Some(n) if metrics.contains(name) => short_number(n),
+                        Some(n) if is_latency(name) => {
+                            let h = hits.number(row);
+                            Unit::Ms.short(if h > 0.0 { n / h } else { 0.0 })
+                        }
+                        Some(n) if metrics.contains(name) => Unit::of_metric(name).short(n),
+                        _ if name == "starttime" || name == "endtime" => datetime(&full),
                         _ => full.clone(),
                     };
-                    view! { <td class:num=*numeric title=full>{text}</td> }
+                    view! { <td class:num=*numeric title=full>{text}</td> }.into_any()
                 })
                 .collect_view();
             view! { <tr>{cells}</tr> }
@@ -111,8 +142,8 @@ pub fn Kpis(totals: KpiTotals) -> impl IntoView {
             });
             view! {
                 <div class="kpi" data-metric=m.clone()>
-                    <div class="kpi-label">{metric_label(&m)}</div>
-                    <div class="kpi-value">{short_number(v)}</div>
+                    <div class="kpi-label">{if is_latency(&m) { format!("{} (average)", metric_label(&m)) } else { metric_label(&m) }}</div>
+                    <div class="kpi-value" title=Unit::of_metric(&m).exact(v)>{Unit::of_metric(&m).short(v)}</div>
                     {delta}
                 </div>
             }

@@ -1,4 +1,4 @@
-//! The top 20 URLs of each day of the range.
+//! The top 20 URLs of each day of the range, each with "Purge this URL".
 
 use edge_api::stats::format_time;
 use leptos::prelude::*;
@@ -8,10 +8,12 @@ use crate::{
     components::{
         async_view::{AsyncView, load},
         chart::short_number,
+        curl::CopyCurl,
         range::Range,
         time::date,
     },
-    pages::use_customer,
+    pages::{purge::PurgeUrlDialog, use_customer},
+    session::Auth,
 };
 
 const DAY: i64 = 86_400_000;
@@ -19,25 +21,33 @@ const DAY: i64 = 86_400_000;
 #[component]
 pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
     let customer = use_customer();
+    let auth = Auth::get();
     let property = RwSignal::new(String::new());
+    let url = Memo::new(move |_| {
+        let (c, r, p) = (customer.get(), range.get()?, property.get());
+        // Whole days: the report is daily.
+        let (start, end) = (r.start - r.start.rem_euclid(DAY), r.end + (DAY - r.end.rem_euclid(DAY)) % DAY);
+        let filters = if p.is_empty() { String::new() } else { format!("property=={p}") };
+        let params = [
+            ("starttime", format_time(start)),
+            ("endtime", format_time(end)),
+            ("dimensions", "customer,property,request_url".into()),
+            ("metrics", "hits".into()),
+            ("granularity", "day".into()),
+            ("filters", filters),
+        ];
+        Some(api::stats_url(&c, "/stats/topk/url/data", &params))
+    });
     let urls = load(move || {
-        let (c, r, p) = (customer.get(), range.get(), property.get());
+        let u = url.get();
         async move {
-            let Some(r) = r else { return Ok(None) };
-            // Whole days: the report is daily.
-            let (start, end) = (r.start - r.start.rem_euclid(DAY), r.end + (DAY - r.end.rem_euclid(DAY)) % DAY);
-            let filters = if p.is_empty() { String::new() } else { format!("property=={p}") };
-            let params = [
-                ("starttime", format_time(start)),
-                ("endtime", format_time(end)),
-                ("dimensions", "customer,property,request_url".into()),
-                ("metrics", "hits".into()),
-                ("granularity", "day".into()),
-                ("filters", filters),
-            ];
-            api::stats(&c, "/stats/topk/url/data", &params).await.map(Some)
+            match u {
+                Some(u) => api::get_stats(&u, None).await.map(Some),
+                None => Ok(None),
+            }
         }
     });
+    let purging = RwSignal::new(None::<(String, String)>);
     view! {
         <div class="card panel wide" id="top-urls">
             <div class="toolbar">
@@ -48,6 +58,7 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                     aria-label="Property"
                     on:change=move |e| property.set(event_target_value(&e).trim().to_string())
                 />
+                <CopyCurl path=move || url.get() />
             </div>
             <AsyncView resource=urls let:answer>
                 {match answer {
@@ -60,37 +71,59 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                             Column::of(&r, "request_url"),
                             Column::of(&r, "hits"),
                         );
+                        let writable = auth.can_write();
                         let rows = r
                             .rows
                             .iter()
                             .map(|row| {
+                                let target = (property.text(row), url.text(row));
                                 view! {
-                                    <tr>
+                                    <tr data-url=url.text(row)>
                                         <td>{date(&day.text(row))}</td>
                                         <td>{property.text(row)}</td>
-                                        <td><code>{url.text(row)}</code></td>
+                                        <td class="wrap"><code>{url.text(row)}</code></td>
                                         <td class="num">{short_number(hits.number(row))}</td>
+                                        {writable
+                                            .then(|| {
+                                                view! {
+                                                    <td class="actions">
+                                                        <button type="button" class="link purge-url" on:click=move |_| purging.set(Some(target.clone()))>
+                                                            "Purge this URL"
+                                                        </button>
+                                                    </td>
+                                                }
+                                            })}
                                     </tr>
                                 }
                             })
                             .collect_view();
                         view! {
-                            <table class="data">
-                                <thead>
-                                    <tr>
-                                        <th scope="col">"Day"</th>
-                                        <th scope="col">"Property"</th>
-                                        <th scope="col">"URL"</th>
-                                        <th scope="col" class="num">"Hits"</th>
-                                    </tr>
-                                </thead>
-                                <tbody>{rows}</tbody>
-                            </table>
+                            <div class="table-scroll">
+                                <table class="data top-urls">
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">"Day (UTC)"</th>
+                                            <th scope="col">"Property"</th>
+                                            <th scope="col">"URL"</th>
+                                            <th scope="col" class="num">"Hits"</th>
+                                            {writable.then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
+                                        </tr>
+                                    </thead>
+                                    <tbody>{rows}</tbody>
+                                </table>
+                            </div>
                         }
                             .into_any()
                     }
                 }}
             </AsyncView>
         </div>
+        {move || {
+            purging
+                .get()
+                .map(|(property, path)| {
+                    view! { <PurgeUrlDialog property path on_close=Callback::new(move |_| purging.set(None)) /> }
+                })
+        }}
     }
 }

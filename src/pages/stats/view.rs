@@ -129,12 +129,22 @@ pub fn params(
         ("endtime", format_time(range.end)),
         ("granularity", g.as_str().into()),
         ("dimensions", dims.join(",")),
-        ("metrics", v.metrics.join(",")),
+        ("metrics", query_metrics(&v.metrics).join(",")),
         ("filters", v.filters.clone()),
         ("sortby", sort.into()),
         ("start", start.to_string()),
         ("limit", limit.to_string()),
     ]
+}
+
+/// The metrics to ask for: those chosen, and hits when a latency is among them (its average is its sum over
+/// the hits).
+pub fn query_metrics(chosen: &[String]) -> Vec<String> {
+    let mut m = chosen.to_vec();
+    if m.iter().any(|x| super::is_latency(x)) && !m.iter().any(|x| x == "hits") {
+        m.push("hits".into());
+    }
+    m
 }
 
 /// How a metric reads in a label: `last_mile_bandwidth_bytes` → `last mile bandwidth`.
