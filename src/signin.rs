@@ -37,7 +37,22 @@ fn SignIn() -> impl IntoView {
             }
             view! { <p class="splash muted">"Opening the console…"</p> }.into_any()
         }
-        _ => view! { <LoginPage /> }.into_any(),
+        _ => {
+            if path != "/login" {
+                // The login form's own address, so that a reload or a bookmark says what it is.
+                if let Some(w) = web_sys::window() {
+                    let search = w.location().search().unwrap_or_default();
+                    if let Ok(h) = w.history() {
+                        let _ = h.replace_state_with_url(
+                            &wasm_bindgen::JsValue::NULL,
+                            "",
+                            Some(&format!("/login{search}")),
+                        );
+                    }
+                }
+            }
+            view! { <LoginPage /> }.into_any()
+        }
     }
 }
 /// Fetches the console's files (named in its index.html) into the browser's cache while the user types, so that

@@ -16,11 +16,19 @@ where
         let Some(p) = path() else { return };
         let command = api::curl(&p);
         // A refused write (no focus, no permission) leaves the command shown to copy by hand.
-        let write = js_sys::Function::new_with_args(
-            "t",
-            "try { navigator.clipboard.writeText(t).catch(() => {}); } catch (e) {}",
-        );
-        let _ = write.call1(&wasm_bindgen::JsValue::NULL, &command.clone().into());
+        let get =
+            |o: &wasm_bindgen::JsValue, k: &str| js_sys::Reflect::get(o, &k.into()).ok().filter(|v| !v.is_undefined());
+        let clipboard = web_sys::window().and_then(|w| get(&w, "navigator")).and_then(|n| get(&n, "clipboard"));
+        if let Some(c) = clipboard
+            && let Some(write) =
+                get(&c, "writeText").and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok())
+            && let Ok(p) = write.call1(&c, &command.clone().into())
+        {
+            let p: js_sys::Promise = wasm_bindgen::JsCast::unchecked_into(p);
+            leptos::task::spawn_local(async move {
+                let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+            });
+        }
         shown.set(Some(command));
     };
     view! {

@@ -21,19 +21,18 @@ pub fn Dialog(
         let _ = d.show_modal();
     });
     on_cleanup(move || {
-        let back = opener.and_then(|o| o.dyn_into::<web_sys::HtmlElement>().ok()).filter(|o| o.is_connected());
-        match back {
-            Some(o) => {
-                let _ = o.focus();
-            }
-            None => {
-                if let Some(main) =
-                    document().get_element_by_id("content").and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok())
-                {
-                    let _ = main.focus();
+        // After the dialog has left the page: while it is open, the rest of the page cannot take the focus.
+        set_timeout(
+            move || {
+                let back = opener.and_then(|o| o.dyn_into::<web_sys::HtmlElement>().ok()).filter(|o| o.is_connected());
+                let main =
+                    || document().get_element_by_id("content").and_then(|m| m.dyn_into::<web_sys::HtmlElement>().ok());
+                if let Some(el) = back.or_else(main) {
+                    let _ = el.focus();
                 }
-            }
-        }
+            },
+            std::time::Duration::ZERO,
+        );
     });
     let heading = format!("dialog-{}", title.len() ^ (js_sys::Math::random() * 1e9) as usize);
     let cancel = move |e: ev::Event| {
@@ -51,8 +50,34 @@ pub fn Dialog(
             on_close.run(());
         }
     };
+    // Tab from the last control goes to the first, Shift+Tab from the first to the last: the focus never
+    // leaves the dialog (the browser's own modality would let it go to the address bar).
+    let trap = move |e: ev::KeyboardEvent| {
+        if e.key() != "Tab" {
+            return;
+        }
+        let Some(d) = node.get_untracked() else { return };
+        let Ok(all) = d.query_selector_all("button:not([disabled]), [href], input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])") else { return };
+        let items: Vec<web_sys::HtmlElement> = (0..all.length()).filter_map(|i| all.item(i)?.dyn_into().ok()).collect();
+        let (Some(first), Some(last)) = (items.first(), items.last()) else { return };
+        let active = document().active_element();
+        let at = |el: &web_sys::HtmlElement| {
+            active.as_ref().is_some_and(|a| {
+                let a: &web_sys::Element = a;
+                let el: &web_sys::Element = el;
+                a == el
+            })
+        };
+        if e.shift_key() && at(first) {
+            e.prevent_default();
+            let _ = last.focus();
+        } else if !e.shift_key() && at(last) {
+            e.prevent_default();
+            let _ = first.focus();
+        }
+    };
     view! {
-        <dialog node_ref=node class="dialog" id=id aria-labelledby=heading.clone() on:cancel=cancel on:click=backdrop>
+        <dialog node_ref=node class="dialog" id=id aria-labelledby=heading.clone() on:cancel=cancel on:click=backdrop on:keydown=trap>
             <div class="dialog-body">
                 <header>
                     <h2 id=heading.clone()>{title}</h2>

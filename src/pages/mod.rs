@@ -53,8 +53,8 @@ pub fn Page() -> impl IntoView {
 
 /// A parameter of the page's address, read without the router (the sign-in app has none).
 pub fn query_param(name: &str) -> Option<String> {
-    let get = js_sys::Function::new_with_args("n", "return new URLSearchParams(location.search).get(n);");
-    get.call1(&wasm_bindgen::JsValue::NULL, &name.into()).ok()?.as_string()
+    let search = web_sys::window()?.location().search().ok()?;
+    web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
 }
 
 /// Loads `url` as a new document (the sign-in app and the console are two documents).

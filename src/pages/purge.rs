@@ -387,26 +387,35 @@ fn PurgeForm(
             confirming.set(true);
         }
     };
+    // The submission's state and its work belong to the form, not to the confirmation that starts them (which
+    // goes away at once).
+    let owner = StoredValue::new(Owner::current());
     let start = move || {
         confirming.set(false);
-        let uris: Vec<PurgeUri> = lines.get_untracked().into_iter().map(|l| l.uri).collect();
-        let chunks = uris
-            .chunks(CHUNK)
-            .enumerate()
-            .map(|(i, c)| (i * CHUNK + 1, c.len(), RwSignal::new(Chunk::Waiting)))
-            .collect();
-        let s = Submission { action: action.get_untracked(), chunks };
-        submissions.update(|all| all.insert(0, s.clone()));
-        history_reload.update(|n| *n += 1);
-        text.set(String::new());
-        source.set(Source::Text);
-        run(
-            customer.get_untracked(),
-            action.get_untracked(),
-            uris,
-            s,
-            Callback::new(move |_| history_reload.update(|n| *n += 1)),
-        );
+        let go = || {
+            let uris: Vec<PurgeUri> = lines.get_untracked().into_iter().map(|l| l.uri).collect();
+            let chunks = uris
+                .chunks(CHUNK)
+                .enumerate()
+                .map(|(i, c)| (i * CHUNK + 1, c.len(), RwSignal::new(Chunk::Waiting)))
+                .collect();
+            let s = Submission { action: action.get_untracked(), chunks };
+            submissions.update(|all| all.insert(0, s.clone()));
+            history_reload.update(|n| *n += 1);
+            text.set(String::new());
+            source.set(Source::Text);
+            run(
+                customer.get_untracked(),
+                action.get_untracked(),
+                uris,
+                s,
+                Callback::new(move |_| history_reload.update(|n| *n += 1)),
+            );
+        };
+        match owner.get_value() {
+            Some(o) => o.with(go),
+            None => go(),
+        }
     };
     let on_file = move |e: ev::Event| {
         let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
@@ -582,6 +591,13 @@ pub fn PurgeUrlDialog(property: String, path: String, on_close: Callback<()>) ->
             let _ = sent.try_set(Some(r));
         });
     };
+    // Cancel comes with the hosts, after the dialog opened: it takes the focus then.
+    let cancel = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(b) = cancel.get() {
+            let _ = b.focus();
+        }
+    });
     view! {
         <Dialog title=format!("Purge {}?", path.get_value()) on_close id="purge-url">
             <AsyncView resource=hosts let:hosts>
@@ -597,7 +613,7 @@ pub fn PurgeUrlDialog(property: String, path: String, on_close: Callback<()>) ->
                             </ul>
                             {other.and_then(Result::err).map(|error| view! { <ApiErrorNotice error /> })}
                             <div class="actions">
-                                <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Cancel"</button>
+                                <button type="button" autofocus=true node_ref=cancel on:click=move |_| on_close.run(())>"Cancel"</button>
                                 <button type="button" class="danger" disabled=move || pending.get() on:click=move |_| purge(list.clone())>
                                     "Purge"
                                 </button>

@@ -162,6 +162,9 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let unsaved = Unsaved::get();
     Effect::new(move |_| {
         let is_dirty = dirty.get();
+        // Every edit is kept, not only the first.
+        draft.track();
+        raw_text.track();
         let version = base.with(|b| b.as_ref().map(|b| b.version));
         if let (Some(store), Some(version)) = (storage(), version) {
             if is_dirty {

@@ -59,6 +59,7 @@ pub(super) fn History(
                 {
                             let latest = list.first().map(|v| v.version).unwrap_or(0);
                             view! {
+                                <div class="table-scroll">
                                 <table class="data versions">
                                     <thead>
                                         <tr>
@@ -94,6 +95,7 @@ pub(super) fn History(
                                             .collect_view()}
                                     </tbody>
                                 </table>
+                                </div>
                             }
                 }
             </AsyncView>

@@ -62,6 +62,7 @@ fn PropertyIndex() -> impl IntoView {
                     list if list.is_empty() => view! { <div class="empty">"No properties yet."</div> }.into_any(),
                     list => {
                         view! {
+                            <div class="table-scroll">
                             <table class="data properties">
                                 <thead>
                                     <tr>
@@ -92,6 +93,7 @@ fn PropertyIndex() -> impl IntoView {
                                         .collect_view()}
                                 </tbody>
                             </table>
+                            </div>
                         }
                             .into_any()
                     }

@@ -225,6 +225,7 @@ fn node_table<N: Nodes>(
     view! {
         <div class="card panel wide node-table" data-section=title>
             <h2>{title}</h2>
+            <div class="table-scroll">
             <table class="data">
                 <thead>
                     <tr>
@@ -237,6 +238,7 @@ fn node_table<N: Nodes>(
                     <For each=ids key=|id| id.clone() children=row />
                 </tbody>
             </table>
+            </div>
             {writable.then(|| view! { <button class="add-node" on:click=add>{format!("Add to {}", title.to_lowercase())}</button> })}
         </div>
     }

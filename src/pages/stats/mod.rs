@@ -16,16 +16,16 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
-pub use self::{
-    data::{bars, is_latency, series_of, to_csv, totals},
-    view::{View, grouping_state, metric_label},
-};
 use self::{
     data::top_values,
     filters::{FilterBuilder, with_condition},
     table::{DataTable, Kpis},
     top_urls::TopUrls,
     view::{PAGE_SIZE, params},
+};
+pub use self::{
+    data::{bars, is_latency, series_of, to_csv, totals},
+    view::{View, grouping_state, metric_label},
 };
 use crate::{
     api,
@@ -83,8 +83,22 @@ pub fn Statistics() -> impl IntoView {
         set.run(v);
     };
     // The range and granularity in effect, fixed when the view changes (presets move with the clock).
-    let resolved = Memo::new(move |_| {
+    // Only a change of the range itself reads the clock again: sorting or paging keeps the same times.
+    let range_of = Memo::new(move |_| {
         let v = view.get();
+        View {
+            dims: Vec::new(),
+            metrics: Vec::new(),
+            filters: String::new(),
+            sort: String::new(),
+            page: 0,
+            compare: false,
+            stacked: false,
+            ..v
+        }
+    });
+    let resolved = Memo::new(move |_| {
+        let v = range_of.get();
         let now = now_ms();
         v.range(now).map(|r| (r, v.granularity(r, now), allowed_granularities(r, now)))
     });

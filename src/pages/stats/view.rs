@@ -149,5 +149,5 @@ pub fn query_metrics(chosen: &[String]) -> Vec<String> {
 
 /// How a metric reads in a label: `last_mile_bandwidth_bytes` → `last mile bandwidth`.
 pub fn metric_label(m: &str) -> String {
-    m.trim_end_matches("_bytes").replace('_', " ")
+    m.trim_end_matches("_bytes").trim_end_matches("_ms").replace('_', " ")
 }

@@ -6,11 +6,13 @@ use std::{
     path::PathBuf,
     process::{Child, Command, Stdio},
     sync::{
-        Arc, OnceLock,
+        Arc, Mutex, OnceLock,
         atomic::{AtomicI64, Ordering},
     },
     time::{Duration, Instant},
 };
+
+use axum::{extract::Request, middleware::Next, response::Response};
 
 use anyhow::{Context, Result, bail};
 use edge_server::{
@@ -63,9 +65,97 @@ impl Clock for ShiftedClock {
     }
 }
 
+/// What the server saw of one request (the test layer around the whole application records every one).
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The answer's status; `None` while it runs, or when the client gave up on it (cancelled).
+    pub status: Option<u16>,
+    pub start: Instant,
+    pub end: Option<Instant>,
+    /// Sent with the session cookie (by the browser), not Basic credentials (by the test).
+    pub cookie: bool,
+}
+
+/// The test layer's state: requests to slow down, and what was seen.
+#[derive(Default)]
+struct Watched {
+    /// (method, part of the path, delay)
+    slow: Vec<(String, String, Duration)>,
+    seen: Vec<Seen>,
+}
+
+/// Marks a request given up on when its handling is dropped before the answer.
+struct Pending(Arc<Mutex<Watched>>, usize);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Ok(mut w) = self.0.lock()
+            && let Some(s) = w.seen.get_mut(self.1)
+            && s.end.is_none()
+        {
+            s.end = Some(Instant::now());
+        }
+    }
+}
+
+/// The test layer: records each request, and delays those the test asked to slow down. It exists only in
+/// this harness (`Server::start_wrapped`), never in the binary.
+async fn watch(watched: Arc<Mutex<Watched>>, req: Request, next: Next) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default();
+    let cookie = req.headers().contains_key(axum::http::header::COOKIE);
+    let (index, delay) = {
+        let mut w = watched.lock().unwrap_or_else(|e| e.into_inner());
+        w.seen.push(Seen {
+            method: method.clone(),
+            path: path.clone(),
+            status: None,
+            start: Instant::now(),
+            end: None,
+            cookie,
+        });
+        let delay = w.slow.iter().find(|(m, p, _)| *m == method && path.contains(p.as_str())).map(|(_, _, d)| *d);
+        (w.seen.len() - 1, delay)
+    };
+    let pending = Pending(watched.clone(), index);
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    let response = next.run(req).await;
+    if let Ok(mut w) = watched.lock()
+        && let Some(s) = w.seen.get_mut(index)
+    {
+        s.status = Some(response.status().as_u16());
+        s.end = Some(Instant::now());
+    }
+    drop(pending);
+    response
+}
+
+/// The most requests matching `pick` that were in flight at once.
+pub fn most_at_once(seen: &[Seen], pick: impl Fn(&Seen) -> bool) -> usize {
+    let mut edges: Vec<(Instant, i32)> = Vec::new();
+    for s in seen.iter().filter(|s| pick(s)) {
+        edges.push((s.start, 1));
+        edges.push((s.end.unwrap_or_else(Instant::now), -1));
+    }
+    // Ends before starts at the same instant.
+    edges.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut most) = (0, 0);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
 /// A server with the demo customer, ChromeDriver, and a first browser (the harness derefs to it).
 pub struct Harness {
     pub browser: Browser,
+    watched: Arc<Mutex<Watched>>,
     others: Vec<Client>,
     server: Option<Server>,
     driver: Child,
@@ -109,13 +199,23 @@ impl Harness {
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await?;
         demo::seed_if_empty_with(&state, PASSWORD, demo::Volume::SMALL).await?;
         let listen: SocketAddr = "127.0.0.1:0".parse()?;
-        let server = Server::start(state, listen).await?;
+        let watched = Arc::new(Mutex::new(Watched::default()));
+        let layer = watched.clone();
+        let server = Server::start_wrapped(state, listen, move |app| {
+            app.layer(axum::middleware::from_fn(move |req: Request, next: Next| watch(layer.clone(), req, next)))
+        })
+        .await?;
         let base = format!("http://{}", server.addr);
 
         let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         let port = free_port()?;
+        // Chromedriver and Chromium keep their temporary files (profiles, `org.chromium.Chromium.*`) in the
+        // test's directory, which goes with the harness: nothing is left in /tmp.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&tmp)?;
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", &tmp)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -124,6 +224,7 @@ impl Harness {
         let client = connect(port).await?;
         Ok(Harness {
             browser: Browser { client, base },
+            watched,
             others: Vec::new(),
             server: Some(server),
             driver,
@@ -131,6 +232,41 @@ impl Harness {
             clock,
             dir,
         })
+    }
+
+    /// Makes the server answer requests of `method` whose path contains `path` only after `delay`.
+    pub fn slow(&self, method: &str, path: &str, delay: Duration) {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner()).slow.push((method.into(), path.into(), delay));
+    }
+
+    /// Ends every slow-down.
+    pub fn fast(&self) {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner()).slow.clear();
+    }
+
+    /// The requests seen so far (and forgets them when `clear`).
+    pub fn seen(&self, clear: bool) -> Vec<Seen> {
+        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if clear { std::mem::take(&mut w.seen) } else { w.seen.clone() }
+    }
+
+    /// The server's address, for requests the test sends itself.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().map(|s| s.addr)
+    }
+
+    /// Sends an API request as `user` (HTTP Basic, password [`PASSWORD`]) and returns the status and the JSON
+    /// body (`null` when there is none). `path` is under the server, e.g. `/demo/v1/tasks`.
+    pub async fn api(
+        &self,
+        user: &str,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<(u16, serde_json::Value)> {
+        let addr = self.addr().context("the server runs")?;
+        let (user, method, path) = (user.to_string(), method.to_string(), path.to_string());
+        tokio::task::spawn_blocking(move || blocking_request(addr, &user, &method, &path, body)).await?
     }
 
     /// Moves the server's clock forward (sessions and reset links expire).
@@ -179,6 +315,10 @@ impl std::ops::Deref for Harness {
 
 impl Drop for Harness {
     fn drop(&mut self) {
+        // A test that failed half-way has not closed its browsers: ChromeDriver's shutdown quits them (killing
+        // ChromeDriver alone would leave them running, writing into a directory about to be removed).
+        let shutdown = format!("http://127.0.0.1:{}/shutdown", self.driver_port);
+        let _ = ureq::get(&shutdown).timeout(Duration::from_secs(5)).call();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -423,10 +563,35 @@ impl Browser {
     }
 }
 
+/// One request with Basic credentials (blocking: run it off the test's runtime).
+fn blocking_request(
+    addr: SocketAddr,
+    user: &str,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> Result<(u16, serde_json::Value)> {
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{PASSWORD}"));
+    let request = ureq::request(method, &format!("http://{addr}{path}")).set("Authorization", &format!("Basic {auth}"));
+    let answer = match body {
+        Some(b) => request.send_json(b),
+        None => request.call(),
+    };
+    let response = match answer {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => return Err(e.into()),
+    };
+    let status = response.status();
+    let text = response.into_string()?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)))
+}
+
 /// WebDriver's key codes.
 pub const TAB: &str = "\u{E004}";
 pub const ENTER: &str = "\u{E007}";
 pub const END: &str = "\u{E010}";
+pub const ESCAPE: &str = "\u{E00C}";
 
 /// axe-core's script: `$EDGE_E2E_AXE`, or where `cargo xtask test` installs it (npm, under target/tools).
 fn axe_source() -> Result<&'static str> {

@@ -22,17 +22,17 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.wait_for("tr[data-username=admin]").await?;
     h.snapshot("users").await?;
     h.click("#new-user").await?;
-    h.fill("[role=dialog] input[name=username]", "erin").await?;
-    h.fill("[role=dialog] input[name=full_name]", "Erin Example").await?;
-    h.fill("[role=dialog] input[name=email]", "not-an-email").await?;
-    h.fill("[role=dialog] input[name=password]", ERIN_PASSWORD).await?;
-    h.client.find(Locator::Css("[role=dialog] select[name=role]")).await?.select_by_value("operator").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=username]", "erin").await?;
+    h.fill("dialog[open] input[name=full_name]", "Erin Example").await?;
+    h.fill("dialog[open] input[name=email]", "not-an-email").await?;
+    h.fill("dialog[open] input[name=password]", ERIN_PASSWORD).await?;
+    h.client.find(Locator::Css("dialog[open] select[name=role]")).await?.select_by_value("operator").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     // The API's message shows next to the field, and nothing is created.
-    h.wait_for_text("[role=dialog] .field-error", "\"not-an-email\" is not an e-mail address.").await?;
+    h.wait_for_text("dialog[open] .field-error", "\"not-an-email\" is not an e-mail address.").await?;
     h.snapshot("user-form-error").await?;
-    h.fill("[role=dialog] input[name=email]", "erin@example.com").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=email]", "erin@example.com").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     h.wait_for_text("[role=status]", "erin was created.").await?;
     let row = h.wait_for("tr[data-username=erin]").await?.text().await?;
     assert!(row.contains("Erin Example") && row.contains("operator"), "{row}");
@@ -90,7 +90,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.wait_for_text(".topbar .user", "admin").await?;
     h.goto("/demo/users").await?;
     h.click_text("tr[data-username=erin] button", "Turn off two-factor").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_for_text("[role=status].notice", "Two-factor authentication of erin is off.").await?;
     h.wait_until("tr[data-username=erin]", |t| t.contains("Off")).await?;
     h.click("#logout").await?;

@@ -26,12 +26,14 @@ async fn two_sessions_edit_one_config_and_the_conflict_is_resolved_on_the_merge_
     h.fill(ttl, "111").await?;
     h.fill(waf_name, "SQL injection (tuned)").await?;
     h.click("#save-config").await?;
+    h.click("#confirm-save").await?;
     h.wait_until("#save-notice", |t| t.starts_with("Saved as version 2")).await?;
 
     // The operator, still on version 1, changes the same TTL and an origin's name.
     b.fill(ttl, "222").await?;
     b.fill(origin_name, "shop-fallback-us").await?;
     b.click("#save-config").await?;
+    b.click("#confirm-save").await?;
     b.wait_for("#merge-screen").await?;
     let conflicts = b.client.find_all(fantoccini::Locator::Css("#merge-screen table.conflicts tbody tr")).await?;
     assert_eq!(conflicts.len(), 1, "only the TTL conflicts; the other changes merge by themselves");
@@ -39,6 +41,7 @@ async fn two_sessions_edit_one_config_and_the_conflict_is_resolved_on_the_merge_
     assert!(path.starts_with("$.cache_rules[id=") && path.ends_with("].ttl_seconds"), "{path}");
     b.snapshot("merge-screen").await?;
     b.click("#save-merged").await?;
+    b.click("#confirm-save").await?;
     b.wait_until("#save-notice", |t| t.starts_with("Saved as version 3")).await?;
 
     // Version 3 holds the operator's TTL (mine, chosen), the operator's origin name and the admin's WAF name.
@@ -70,6 +73,10 @@ async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() 
     h.fill("textarea[name=uris]", "www.shop.example/index.html\nwww.shop.example/img/logo.png").await?;
     h.wait_until("#purge-report", |t| t.contains("2 line(s), 0 with problems")).await?;
     h.click("#purge-form button[type=submit]").await?;
+    // A confirmation names how many URIs on which hosts; Cancel has the focus.
+    h.wait_until("dialog[open]", |t| t.contains("2 URI(s) on 1 host(s)") && t.contains("www.shop.example")).await?;
+    h.wait_for("dialog[open] button:focus").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_for("#running-purges .transaction").await?;
     h.snapshot("purge-running").await?;
     h.wait_for("#running-purges .transaction[data-status=SUCCESS]").await?;

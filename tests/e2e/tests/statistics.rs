@@ -49,8 +49,8 @@ async fn the_statistics_view_follows_the_range_and_the_dimensions() -> anyhow::R
 
     // The security view draws its charts and lists events.
     h.click("nav a[href='/demo/security']").await?;
-    h.wait_for("#request-trends svg").await?;
-    h.wait_for("#waf-top svg").await?;
+    h.wait_for("#request-trends .chart svg").await?;
+    h.wait_for("#waf-top li").await?;
     h.wait_for("#events table tbody tr").await?;
     h.snapshot("security").await?;
     h.stop().await

@@ -106,13 +106,13 @@ async fn account(h: &mut Harness) -> Result<()> {
     h.click("form button[type=submit]").await?;
     h.wait_until("label .field-error", |t| t.contains("not-an-email")).await?;
     h.fill("input[name=contact_email]", "noc@demo.example").await?;
-    h.fill("input[name=timezone]", "Europe/Berlin").await?;
+    h.select("select[name=timezone]", "Europe/Berlin").await?;
     h.click("form button[type=submit]").await?;
     h.wait_for_text("[role=status].notice", "The account is saved.").await?;
     h.snapshot("account").await?;
     h.client.refresh().await?;
     ensure!(h.value("input[name=display_name]").await? == "Demo Media Group", "saved display name");
-    ensure!(h.value("input[name=timezone]").await? == "Europe/Berlin", "saved time zone");
+    ensure!(h.value("select[name=timezone]").await? == "Europe/Berlin", "saved time zone");
     ensure!(h.value("input[name=contact_email]").await? == "noc@demo.example", "saved e-mail");
     Ok(())
 }
@@ -166,7 +166,7 @@ async fn statistics(h: &Harness) -> Result<()> {
     ensure!(csv.starts_with("starttime,endtime,country,hits\n"), "CSV header: {}", &csv[..csv.len().min(80)]);
     ensure!(csv.lines().count() > 2, "CSV rows");
     // The chart has an accessible name and its numbers as a table.
-    h.wait_for("#time-chart[role=img][aria-label]").await?;
+    h.wait_for("#time-chart[role=group][aria-label]").await?;
     h.click(".chart-figure details summary").await?;
     h.wait_for(".chart-figure details table tbody tr").await?;
     Ok(())
@@ -214,7 +214,7 @@ async fn download(h: &Harness, button: &str) -> Result<String> {
 async fn security(h: &Harness) -> Result<()> {
     h.goto("/demo/security").await?;
     h.wait_for("#events table tbody tr").await?;
-    h.wait_for("#request-trends [role=img] svg").await?;
+    h.wait_for("#request-trends .chart svg").await?;
     h.fill("input[name=event-filters]", "event_action==BLOCK").await?;
     h.click_text("#events button", "Filter").await?;
     h.wait_until("#events table tbody", |t| !t.is_empty() && t.lines().all(|l| l.contains("BLOCK"))).await?;
@@ -230,9 +230,9 @@ async fn properties(h: &Harness) -> Result<()> {
     // A new property, then its first change and a rollback to version 1.
     h.goto("/demo/properties").await?;
     h.click_text("button.primary", "New property").await?;
-    h.fill("[role=dialog] input[name=name]", "www-e2e").await?;
-    h.fill("[role=dialog] textarea[name=hosts]", "e2e.example").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=name]", "www-e2e").await?;
+    h.fill("dialog[open] textarea[name=hosts]", "e2e.example").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     h.wait_for_path("/demo/properties?name=www-e2e").await?;
     h.wait_for("tr[data-version='1']").await?;
     // Raw JSON mode: the configuration as text; invalid JSON is refused with a message, valid JSON is saved.
@@ -242,12 +242,17 @@ async fn properties(h: &Harness) -> Result<()> {
     h.fill("textarea[name=raw]", "{ not json").await?;
     h.click("#save-config").await?;
     h.wait_until("[role=alert]", |t| t.starts_with("The JSON is not valid")).await?;
+    h.wait_for("#unsaved").await?;
     let changed = raw.replace("\"pattern\": \"e2e.example\"", "\"pattern\": \"raw.e2e.example\"");
     ensure!(changed != raw, "the host pattern is in the raw JSON: {raw}");
     h.fill("textarea[name=raw]", &changed).await?;
-    h.fill("input[name=comment]", "raw edit").await?;
+    // Saving shows the changes first; the comment goes with them.
     h.click("#save-config").await?;
+    h.wait_until("dialog#review table.diff", |t| t.contains("raw.e2e.example")).await?;
+    h.fill("dialog#review input[name=comment]", "raw edit").await?;
+    h.click("#confirm-save").await?;
     h.wait_until("#save-notice", |t| t.starts_with("Saved as version 2")).await?;
+    h.wait_gone("#unsaved").await?;
     h.click("#toggle-raw").await?;
     h.wait_for("div[data-section='Host patterns'] input[aria-label=Pattern]").await?;
     ensure!(h.value("div[data-section='Host patterns'] input[aria-label=Pattern]").await? == "raw.e2e.example");
@@ -259,7 +264,7 @@ async fn properties(h: &Harness) -> Result<()> {
     h.snapshot("property-history").await?;
     // Rollback to version 1 after the reload: a new version 3 with version 1's configuration.
     h.click_text("tr[data-version='1'] button", "Roll back to this").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_for("tr[data-version='3']").await?;
     h.wait_for("div[data-section='Host patterns'] input[aria-label=Pattern]").await?;
     ensure!(h.value("div[data-section='Host patterns'] input[aria-label=Pattern]").await? == "e2e.example");
@@ -270,10 +275,10 @@ async fn network_lists(h: &Harness) -> Result<()> {
     // Create.
     h.goto("/demo/lists").await?;
     h.click("#new-list").await?;
-    h.fill("[role=dialog] input[name=name]", "E2E blocklist").await?;
-    h.select("[role=dialog] select[name=type]", "GEO").await?;
-    h.fill("[role=dialog] input[name=description]", "made by the test").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=name]", "E2E blocklist").await?;
+    h.select("dialog[open] select[name=type]", "GEO").await?;
+    h.fill("dialog[open] input[name=description]", "made by the test").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     h.wait_until(".list-header h2", |t| t.contains("E2E blocklist")).await?;
     // Rename and describe.
     h.click_text(".list-header button", "Rename or describe").await?;
@@ -288,7 +293,7 @@ async fn network_lists(h: &Harness) -> Result<()> {
     h.wait_for("tr[data-entry=FR]").await?;
     h.wait_for(".task-progress[data-status=COMPLETED]").await?;
     h.click("tr[data-entry=FR] button").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_gone("tr[data-entry=FR]").await?;
     h.wait_for("tr[data-entry=DE]").await?;
     // Search the entries.
@@ -297,16 +302,17 @@ async fn network_lists(h: &Harness) -> Result<()> {
     h.wait_for("tr[data-entry=DE]").await?;
     // Deprecate, then undeprecate.
     h.click_text(".list-header button", "Deprecate").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_until(".list-header h2", |t| t.contains("deprecated")).await?;
     h.click_text(".list-header button", "Undeprecate").await?;
     h.wait_until(".list-header h2", |t| !t.contains("deprecated")).await?;
     // Delete all entries, then the list.
     h.click_text(".list-header button", "Delete all entries").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_gone("tr[data-entry]").await?;
     h.wait_for(".empty").await?;
     h.click_text(".list-header button", "Delete list").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_for_path("/demo/lists").await?;
     h.wait_for("tr[data-list=ip_demo_scanners]").await?;
     ensure!(h.count("tr[data-list]").await? > 0 && !h.wait_for("table.lists").await?.text().await?.contains("E2E"));
@@ -321,8 +327,8 @@ async fn users(h: &Harness) -> Result<()> {
     h.wait_for("tr[data-username=operator]").await?;
     // Edit: a new full name and role.
     h.click_text("tr[data-username=operator] button", "Edit").await?;
-    h.fill("[role=dialog] input[name=full_name]", "Olga Operator").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=full_name]", "Olga Operator").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     h.wait_for_text("[role=status].notice", "operator was saved.").await?;
     h.wait_until("tr[data-username=operator]", |t| t.contains("Olga Operator")).await?;
     // Search.
@@ -333,20 +339,20 @@ async fn users(h: &Harness) -> Result<()> {
     h.click_text("form.search button", "Search").await?;
     // A new user, whose password is reset and who is then deleted.
     h.click("#new-user").await?;
-    h.fill("[role=dialog] input[name=username]", "dora").await?;
-    h.fill("[role=dialog] input[name=email]", "dora@example.com").await?;
-    h.fill("[role=dialog] input[name=password]", "quiet-harbor-lamp-7").await?;
-    h.click("[role=dialog] button[type=submit]").await?;
+    h.fill("dialog[open] input[name=username]", "dora").await?;
+    h.fill("dialog[open] input[name=email]", "dora@example.com").await?;
+    h.fill("dialog[open] input[name=password]", "quiet-harbor-lamp-7").await?;
+    h.click("dialog[open] button[type=submit]").await?;
     h.wait_for("tr[data-username=dora]").await?;
     // Reset password: the user gets a link by mail.
     let mails = h.outbox()?.len();
     h.click_text("tr[data-username=dora] button", "Reset password").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_until("[role=status].notice", |t| t.contains("password was reset")).await?;
     ensure!(h.outbox()?.len() == mails + 1, "a reset mail was written");
     // Delete.
     h.click_text("tr[data-username=dora] button", "Delete").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_for_text("[role=status].notice", "dora was deleted.").await?;
     h.wait_gone("tr[data-username=dora]").await?;
     Ok(())
@@ -418,7 +424,7 @@ async fn password_reset(h: &mut Harness) -> Result<()> {
     // The administrator resets the viewer's password; the link sets a new one.
     h.goto("/demo/users").await?;
     h.click_text("tr[data-username=viewer] button", "Reset password").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_until("[role=status].notice", |t| t.contains("password was reset")).await?;
     let link = last_reset_link(h)?;
     let b = h.second_browser().await?;
@@ -481,9 +487,10 @@ async fn viewer_sees_no_write_controls(b: &edge_e2e::Browser) -> Result<()> {
         let writable = b
             .client
             .execute(
-                r#"const write = ["New property", "New list", "New user", "Save", "Purge", "Delete list",
+                r#"const write = ["New property", "New list", "New user", "Save", "Save…", "Purge", "Delete list",
                   "Delete all entries", "Remove", "Roll back to this", "Add filter to list", "Rename or describe",
-                  "Deprecate", "Check", "Add to host patterns", "Edit", "Delete"];
+                  "Deprecate", "Check", "Add to host patterns", "Edit", "Delete", "Discard", "Purge this URL",
+                  "Add to list…", "Add to network list…"];
                 return [...document.querySelectorAll("main button, main input, main select, main textarea")]
                   .filter(e => !e.disabled && (write.includes(e.textContent.trim())
                     || ["display_name", "contact_email", "timezone", "uris", "entries", "comment"].includes(e.name)))
@@ -504,7 +511,7 @@ async fn viewer_sees_no_write_controls(b: &edge_e2e::Browser) -> Result<()> {
 async fn session_expiry(h: &mut Harness) -> Result<()> {
     h.goto("/demo/users").await?;
     h.click_text("tr[data-username=operator] button", "Reset password").await?;
-    h.click("[role=dialog] button.danger").await?;
+    h.click("dialog[open] button.danger").await?;
     h.wait_until("[role=status].notice", |t| t.contains("password was reset")).await?;
     let link = last_reset_link(h)?;
     h.goto("/demo/tasks").await?;

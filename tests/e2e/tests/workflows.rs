@@ -1,0 +1,682 @@
+//! The console's workflows through the real server in headless Chromium, one shared server and browser (each
+//! step says which failed): the account's time zone in the views, chart tooltips against the API's numbers,
+//! copy as curl, reads that are not repeated, drill-down from a top-K client IP to a network list, dialogs and
+//! focus, purge confirmation, bulk purge paced under 429s, safe property editing (rollback and a draft after a
+//! reload, the leave guard), polling a slow server with one request in flight, a cancelled superseded query,
+//! address state of list views, a 50,000-line file, own sessions, the session notice, dark mode and a phone's
+//! width.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use edge_e2e::{ESCAPE, Harness, PASSWORD, Seen, most_at_once};
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consoles_workflows_work_end_to_end() -> Result<()> {
+    let mut h = Harness::start().await?;
+    h.login("demo", "admin", PASSWORD).await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    time_zone(&h).await.context("time zone")?;
+    chart_tooltips_and_curl(&h).await.context("chart tooltips")?;
+    axes_click_to_filter_and_a_top_url(&h).await.context("axes, click-to-filter, top URL")?;
+    curl_of_lists_and_configurations(&h).await.context("curl of reads")?;
+    drill_down_to_a_network_list(&h).await.context("drill-down")?;
+    dialogs_and_purge_confirmation(&h).await.context("dialogs and purge")?;
+    bulk_purge_under_the_rate_limit(&h).await.context("bulk purge")?;
+    safe_property_editing(&h).await.context("property editing")?;
+    polling_a_slow_server(&h).await.context("slow server")?;
+    address_state(&h).await.context("address state")?;
+    large_file_into_a_list(&h).await.context("large file")?;
+    users_own_row(&h).await.context("own row")?;
+    dark_mode_and_phone_width(&h).await.context("dark mode and phone")?;
+    own_sessions_and_session_notice(&mut h).await.context("sessions")?;
+    h.stop().await
+}
+
+/// The text and UTC time (`datetime`) of the first `<time>` under `css`.
+async fn first_time(h: &Harness, css: &str) -> Result<(String, String)> {
+    let el = h.wait_for(&format!("{css} time")).await?;
+    let text = el.prop("textContent").await?.unwrap_or_default();
+    let utc = el.attr("datetime").await?.unwrap_or_default();
+    Ok((text.trim().to_string(), utc))
+}
+
+/// `2026-11-22T10:00:01` plus `hours` (whole and half hours), as the console writes it.
+fn shifted(utc: &str, minutes: i64) -> Result<String> {
+    let t = chrono_like(utc)? + minutes * 60;
+    let (days, rem) = (t.div_euclid(86_400), t.rem_euclid(86_400));
+    let (y, m, d) = civil(days);
+    Ok(format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60))
+}
+
+fn chrono_like(s: &str) -> Result<i64> {
+    let n = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<i64>().ok()).context("a time");
+    let (y, mo, d, h, mi, se) = (n(0..4)?, n(5..7)?, n(8..10)?, n(11..13)?, n(14..16)?, n(17..19)?);
+    let (y2, m2) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Ok((era * 146_097 + doe - 719_468) * 86_400 + h * 3600 + mi * 60 + se)
+}
+
+fn civil(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The account's zone (chosen from the IANA list) shows in the views, with UTC on hover; this browser's own
+/// choice overrides it.
+async fn time_zone(h: &Harness) -> Result<()> {
+    let entries = "/demo/lists?list=ip_demo_scanners";
+    h.goto(entries).await?;
+    let (text, utc) = first_time(h, "tr[data-entry]").await?;
+    ensure!(text == shifted(&utc, 0)?, "UTC at first: {text} for {utc}");
+    h.goto("/demo/account").await?;
+    h.select("select[name=timezone]", "Asia/Dhaka").await?;
+    h.click("form button[type=submit]").await?;
+    h.wait_for_text("[role=status].notice", "The account is saved.").await?;
+    h.wait_for_text(".topbar .zone", "Asia/Dhaka").await?;
+    h.click("nav a[href='/demo/lists']").await?;
+    h.click("tr[data-list=ip_demo_scanners] button").await?;
+    let (text, utc) = first_time(h, "tr[data-entry]").await?;
+    ensure!(text == shifted(&utc, 360)?, "Dhaka is UTC+6: {text} for {utc}");
+    let title = h.wait_for("tr[data-entry] time").await?.attr("title").await?.unwrap_or_default();
+    ensure!(title == format!("{} UTC", shifted(&utc, 0)?), "UTC on hover: {title}");
+    // A reload keeps it (the account's zone is read again, and remembered meanwhile).
+    h.client.refresh().await?;
+    let (text, _) = first_time(h, "tr[data-entry]").await?;
+    ensure!(text == shifted(&utc, 360)?, "after a reload: {text}");
+    // This browser's own choice wins over the account's.
+    h.goto("/demo/me").await?;
+    h.select("select[name=browser-timezone]", "Asia/Tokyo").await?;
+    h.wait_for_text(".topbar .zone", "Asia/Tokyo").await?;
+    h.goto(entries).await?;
+    let (text, utc) = first_time(h, "tr[data-entry]").await?;
+    ensure!(text == shifted(&utc, 540)?, "Tokyo is UTC+9: {text} for {utc}");
+    // The custom range of the statistics is entered in the zone and sent as UTC.
+    h.goto("/demo/stats?range=custom&start=2026-01-01T00:00:00&end=2026-01-01T06:00:00").await?;
+    ensure!(h.value("input[name=range-start]").await? == "2026-01-01T09:00", "the range's start in Tokyo time");
+    h.goto("/demo/me").await?;
+    h.select("select[name=browser-timezone]", "").await?;
+    h.wait_for_text(".topbar .zone", "Asia/Dhaka").await?;
+    Ok(())
+}
+
+/// The tooltip's values are the API's numbers for the time under the crosshair; "Copy as curl" gives the query
+/// (with the cookie as a placeholder); paging, sorting and the chart style fetch neither the chart nor the
+/// totals again; the legend hides a series.
+async fn chart_tooltips_and_curl(h: &Harness) -> Result<()> {
+    h.goto("/demo/stats?range=24h&dims=country&metrics=hits").await?;
+    h.wait_for("#time-chart svg").await?;
+    h.click(".chart-card .copy-curl").await?;
+    let command = h.wait_until(".chart-card .curl-command code", |t| t.starts_with("curl ")).await?;
+    ensure!(command.contains("--cookie \"authtoken=$EDGE_SESSION\""), "{command}");
+    let cookie = h.client.get_named_cookie("authtoken").await?.value().to_string();
+    ensure!(!command.contains(&cookie), "the session id is never shown");
+    let start = command.find("'http").context("a quoted address")? + 1;
+    let url = &command[start..command.len() - 1];
+    let path = &url[url.find("/demo/").context("the API path")?..];
+    // Over the chart: the crosshair and a tooltip; End moves it to the last time.
+    h.click("#time-chart").await?;
+    h.wait_for("#time-chart .tooltip").await?;
+    h.keys(edge_e2e::END).await?;
+    let tip = h.wait_for("#time-chart .tooltip").await?;
+    let time = tip.attr("data-time").await?.context("the tooltip's time")?;
+    let (status, answer) = h.api("admin", "GET", path, None).await?;
+    ensure!(status == 200, "the copied query runs: {status} {answer}");
+    let values = tooltip_values(h).await?;
+    ensure!(!values.is_empty(), "the tooltip lists the series");
+    let columns: Vec<String> = answer["columns"]
+        .as_array()
+        .context("columns")?
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+        .collect();
+    let at = |n: &str| columns.iter().position(|c| c == n);
+    let (t, country, hits) =
+        (at("starttime").context("starttime")?, at("country").context("country")?, at("hits").context("hits")?);
+    let mut compared = 0;
+    for (series, value) in &values {
+        if series == "other" {
+            continue;
+        }
+        let api: f64 = answer["rows"]
+            .as_array()
+            .context("rows")?
+            .iter()
+            .filter(|r| r[t].as_str() == Some(time.as_str()) && r[country].as_str() == Some(series.as_str()))
+            .filter_map(|r| r[hits].as_f64())
+            .sum();
+        ensure!((api - value).abs() < 1e-9, "{series} at {time}: tooltip {value}, API {api}");
+        compared += 1;
+    }
+    ensure!(compared > 0, "compared a series: {values:?}");
+    // The legend hides a series: it leaves the tooltip.
+    let first = values[0].0.clone();
+    h.click("#time-chart + ul.legend button.legend-item").await?;
+    h.wait_for_attr("#time-chart + ul.legend button.legend-item", "aria-pressed", "false").await?;
+    h.click("#time-chart").await?;
+    let after = tooltip_values(h).await?;
+    ensure!(!after.iter().any(|(s, _)| *s == first), "{first} is hidden: {after:?}");
+    // Sorting, paging and the chart style read only the rows again.
+    h.wait_for(".stats-table tbody tr").await?;
+    h.seen(true);
+    h.click_text(".segmented button", "Stacked").await?;
+    h.click_text("th button.sort", "hits").await?;
+    h.wait_for("th[aria-sort=descending]").await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let reads: Vec<Seen> = h.seen(true).into_iter().filter(|s| s.path.contains("/stats/data")).collect();
+    ensure!(reads.len() == 1 && reads[0].path.contains("sortby=-hits"), "only the rows were read: {reads:?}");
+    // A latency is an average: its tile says so.
+    h.goto("/demo/stats?range=24h&dims=country&metrics=hits,time_to_first_byte_ms&cmp=1").await?;
+    h.wait_until("#kpis .kpi[data-metric=time_to_first_byte_ms]", |t| {
+        t.to_lowercase().contains("(average)") && t.contains(" ms")
+    })
+    .await?;
+    Ok(())
+}
+
+/// The value of `name` in a request's query string.
+fn param<'a>(s: &'a Seen, name: &str) -> Option<&'a str> {
+    let query = s.path.split_once('?')?.1;
+    query.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// The chart's axes have titles with the unit and the zone; the comparison period is asked for beside the
+/// range, not after it; a top value and a table value become filters (in the address); a top URL is purged
+/// from the statistics, confirmed, and its transaction followed.
+async fn axes_click_to_filter_and_a_top_url(h: &Harness) -> Result<()> {
+    h.slow("GET", "/stats/data", Duration::from_millis(800));
+    h.seen(true);
+    h.goto("/demo/stats?range=24h&dims=country&metrics=last_mile_bandwidth_bytes&cmp=1").await?;
+    h.wait_for("#time-chart svg").await?;
+    h.wait_for("#kpis .kpi").await?;
+    h.fast();
+    let seen = h.seen(true);
+    let data: Vec<&Seen> = seen.iter().filter(|s| s.path.contains("/stats/data")).collect();
+    let earliest = data.iter().filter_map(|s| param(s, "starttime")).min().context("a data query")?.to_string();
+    let before: Vec<&&Seen> = data.iter().filter(|s| param(s, "starttime") == Some(earliest.as_str())).collect();
+    let now: Vec<&&Seen> = data.iter().filter(|s| param(s, "starttime") != Some(earliest.as_str())).collect();
+    ensure!(!before.is_empty() && !now.is_empty(), "the range and the period before: {data:?}");
+    let overlaps = |a: &Seen, b: &Seen| a.start < b.end.unwrap_or(b.start) && b.start < a.end.unwrap_or(a.start);
+    ensure!(
+        before.iter().any(|b| now.iter().any(|n| overlaps(b, n))),
+        "the period before is asked for in parallel: {data:?}"
+    );
+    let svg: String = serde_json::from_value(
+        h.client.execute("return document.querySelector('#time-chart svg').textContent;", vec![]).await?,
+    )?;
+    ensure!(svg.contains("last mile bandwidth per 5 minutes (bytes)"), "the y axis is titled with its unit: {svg}");
+    ensure!(svg.contains("Time (Asia/Dhaka)"), "the x axis names the zone: {svg}");
+    ensure!(["KB", "MB", "GB", "TB"].iter().any(|u| svg.contains(u)), "bytes in KB/MB/GB/TB: {svg}");
+    // A top value becomes a filter, in the address.
+    let value = h.wait_for("#top-chart li").await?.attr("data-value").await?.context("a top value")?;
+    h.click("#top-chart li button.bar-name").await?;
+    h.wait_until("#filters", |t| t.contains(&value)).await?;
+    ensure!(h.client.current_url().await?.as_str().contains("filters=country"), "the filter is in the address");
+    // Removed again; a table value becomes one too.
+    h.click("#filters .filter-chip button").await?;
+    h.wait_for(".stats-table button.cell-filter").await?;
+    h.wait_until("#filters", |t| !t.contains(&value)).await?;
+    let cell = h.wait_for(".stats-table tbody tr:nth-child(2) button.cell-filter").await?.text().await?;
+    h.click(".stats-table tbody tr:nth-child(2) button.cell-filter").await?;
+    h.wait_until("#filters", |t| t.contains(cell.trim())).await?;
+    // From a top URL to its purge.
+    h.goto("/demo/stats?range=7d").await?;
+    h.click("#top-urls button.purge-url").await?;
+    h.wait_until("dialog#purge-url", |t| t.contains("host(s)")).await?;
+    let focused = active_text(h).await?;
+    ensure!(focused == "Cancel", "the safe choice has the focus: {focused}");
+    h.click("dialog#purge-url button.danger").await?;
+    h.wait_for("dialog#purge-url .transaction[data-status=SUCCESS]").await?;
+    h.snapshot("purge-top-url").await?;
+    h.keys(ESCAPE).await?;
+    h.wait_gone("dialog[open]").await?;
+    Ok(())
+}
+
+/// "Copy as curl" on a network list's entries and on a property's configuration gives their API reads.
+async fn curl_of_lists_and_configurations(h: &Harness) -> Result<()> {
+    for (page, read) in [
+        ("/demo/lists?list=ip_demo_scanners", "/demo/v1/config/networklists/ip_demo_scanners"),
+        ("/demo/properties?name=www-shop", "/demo/v1/properties/www-shop/config"),
+    ] {
+        h.goto(page).await?;
+        h.wait_for(".copy-curl").await?;
+        let commands: Vec<String> = serde_json::from_value(
+            h.client
+                .execute(
+                    "document.querySelectorAll('.copy-curl').forEach(b => b.click()); \
+                     await new Promise(r => setTimeout(r, 200)); \
+                     return [...document.querySelectorAll('.curl-command code')].map(c => c.textContent);",
+                    vec![],
+                )
+                .await?,
+        )?;
+        ensure!(
+            commands.iter().any(|c| c.starts_with("curl ") && c.contains(read) && c.contains("$EDGE_SESSION")),
+            "{page}: {commands:?}"
+        );
+    }
+    Ok(())
+}
+
+/// The tooltip's (series, value) pairs.
+async fn tooltip_values(h: &Harness) -> Result<Vec<(String, f64)>> {
+    let v = h
+        .client
+        .execute(
+            r##"return [...document.querySelectorAll("#time-chart .tooltip li")]
+                 .map(li => [li.dataset.series, Number(li.dataset.value)]);"##,
+            vec![],
+        )
+        .await?;
+    Ok(serde_json::from_value(v)?)
+}
+
+/// From a WAF top-K client IP to its events, then into a network list, watching the deployment to COMPLETED.
+async fn drill_down_to_a_network_list(h: &Harness) -> Result<()> {
+    h.goto("/demo/security?waf=clientip").await?;
+    h.wait_for("#waf-top li button").await?;
+    let ip = h.wait_for("#waf-top li").await?.attr("data-value").await?.context("an IP")?;
+    h.click("#waf-top li button").await?;
+    h.click_text(".picked button", "Show events").await?;
+    h.wait_until("#events table tbody", |t| {
+        !t.is_empty() && t.lines().filter(|l| !l.contains("Add to list")).all(|l| l.contains(&ip))
+    })
+    .await?;
+    ensure!(h.client.current_url().await?.as_str().contains("filters=client_ip"), "the filter is in the address");
+    h.wait_until("#filters .filter-chip", |t| t.contains(&ip)).await?;
+    h.click_text(".picked button", "Add to network list…").await?;
+    h.select("dialog#add-to-list select[name=list]", "ip_demo_scanners").await?;
+    h.snapshot("add-to-list").await?;
+    h.click("#confirm-add").await?;
+    h.wait_for("dialog#add-to-list .task-progress[data-status=COMPLETED]").await?;
+    h.click_text("dialog#add-to-list button", "Close").await?;
+    h.wait_gone("dialog[open]").await?;
+    h.goto(&format!("/demo/lists?list=ip_demo_scanners&q={ip}")).await?;
+    h.wait_for(&format!("tr[data-entry='{ip}']")).await?;
+    Ok(())
+}
+
+/// Dialogs are modal `<dialog>`s: the safe choice has the focus, Escape closes them and the focus returns to
+/// what opened them. A prefix purge warns; the confirmation names the count and the hosts.
+async fn dialogs_and_purge_confirmation(h: &Harness) -> Result<()> {
+    h.goto("/demo/purge").await?;
+    h.select("select[name=match_mode]", "PREFIX_LITERAL").await?;
+    h.fill("textarea[name=uris]", "www.shop.example/\nshop.example/images/").await?;
+    h.wait_until("#purge-report", |t| t.contains("2 line(s), 0 with problems")).await?;
+    h.click("#purge-form button[type=submit]").await?;
+    let text = h.wait_until("dialog[open]", |t| t.contains("2 URI(s) on 2 host(s)")).await?;
+    ensure!(text.contains("www.shop.example") && text.contains("shop.example"), "{text}");
+    h.wait_for("dialog[open] #prefix-warning").await?;
+    let focused = active_text(h).await?;
+    ensure!(focused == "Cancel", "the safe choice has the focus: {focused}");
+    // Tab stays inside the dialog.
+    for _ in 0..6 {
+        h.keys(edge_e2e::TAB).await?;
+        let inside: bool = serde_json::from_value(
+            h.client.execute("return !!document.activeElement.closest('dialog[open]');", vec![]).await?,
+        )?;
+        ensure!(inside, "the focus stays in the dialog");
+    }
+    h.keys(ESCAPE).await?;
+    h.wait_gone("dialog[open]").await?;
+    let mut back = String::new();
+    for _ in 0..40 {
+        back = active_text(h).await?;
+        if back.starts_with("Purge 2 URI(s)") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    ensure!(back.starts_with("Purge 2 URI(s)"), "the focus returns to the opener: {back}");
+    Ok(())
+}
+
+async fn active_text(h: &Harness) -> Result<String> {
+    Ok(serde_json::from_value::<String>(
+        h.client.execute("return document.activeElement.textContent.trim();", vec![]).await?,
+    )?)
+}
+
+/// 1,200 URIs go as three requests, paced at most two a second; while someone else uses up the rate limit
+/// the console waits as each 429 says and sends again; every transaction completes.
+async fn bulk_purge_under_the_rate_limit(h: &Harness) -> Result<()> {
+    h.goto("/demo/purge").await?;
+    h.wait_for("textarea[name=uris]").await?;
+    let uris: Vec<String> = (0..1200).map(|i| format!("www.shop.example/bulk/{i}.html")).collect();
+    h.client
+        .execute(
+            "const t = document.querySelector('textarea[name=uris]'); t.value = arguments[0]; \
+             t.dispatchEvent(new Event('input', { bubbles: true }));",
+            vec![json!(uris.join("\n"))],
+        )
+        .await?;
+    h.wait_until("#purge-report", |t| t.contains("1200 line(s), 0 with problems")).await?;
+    h.click("#purge-form button[type=submit]").await?;
+    h.wait_until("dialog[open]", |t| t.contains("1200 URI(s) on 1 host(s), sent as 3 request(s)")).await?;
+    h.seen(true);
+    // Someone else purges meanwhile, twice a second and more: the console meets 429s. The limit is used up
+    // first, so that the console's first request is refused for sure.
+    let one = json!({"purge_request": {"action": "PURGE", "uris": [{"uri_pattern": "www.shop.example/x", "match_mode": "EXACT_LITERAL"}]}});
+    for _ in 0..3 {
+        h.api("operator", "POST", "/demo/v1/cache/purge", Some(one.clone())).await?;
+    }
+    let other = async {
+        for _ in 0..12 {
+            let body = json!({"purge_request": {"action": "PURGE", "uris": [{"uri_pattern": "www.shop.example/x", "match_mode": "EXACT_LITERAL"}]}});
+            let _ = h.api("operator", "POST", "/demo/v1/cache/purge", Some(body)).await;
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+    };
+    let click = async { h.click("dialog[open] button.danger").await };
+    let (_, clicked) = tokio::join!(other, click);
+    clicked?;
+    h.wait_until("#purge-overall", |t| t.contains("3 of 3 request(s) complete")).await?;
+    ensure!(h.count("#running-purges li.transaction[data-status=SUCCESS]").await? == 3, "three transactions");
+    h.snapshot("purge-done").await?;
+    let posts: Vec<Seen> = h
+        .seen(false)
+        .into_iter()
+        .filter(|s| s.cookie && s.method == "POST" && s.path.ends_with("/cache/purge"))
+        .collect();
+    ensure!(posts.iter().filter(|s| s.status.is_some_and(|c| c < 400)).count() == 3, "three taken: {posts:?}");
+    let all: Vec<(bool, Option<u16>)> =
+        h.seen(false).into_iter().filter(|s| s.path.ends_with("/cache/purge")).map(|s| (s.cookie, s.status)).collect();
+    ensure!(
+        posts.iter().any(|s| s.status == Some(429)),
+        "the console met the rate limit: {posts:?}; all purges: {all:?}"
+    );
+    for pair in posts.windows(2) {
+        let gap = pair[1].start.duration_since(pair[0].start);
+        ensure!(gap >= Duration::from_millis(450), "at most two a second: {gap:?} between {pair:?}");
+    }
+    Ok(())
+}
+
+/// Unsaved changes are marked and kept in the browser (offered back after a reload); leaving asks; rollback
+/// after a reload saves through the save path without a page load.
+async fn safe_property_editing(h: &Harness) -> Result<()> {
+    let shop = "/demo/properties?name=www-shop";
+    let ttl = "div[data-section='Cache rules'] tbody tr:nth-child(1) input[aria-label='TTL seconds']";
+    h.goto(shop).await?;
+    let original = h.value(ttl).await?;
+    h.fill(ttl, "111").await?;
+    h.wait_for("#unsaved").await?;
+    h.click("#save-config").await?;
+    h.wait_until("dialog#review", |t| t.contains("ttl_seconds") && t.contains("111")).await?;
+    h.click("#confirm-save").await?;
+    h.wait_until("#save-notice", |t| t.starts_with("Saved as version")).await?;
+    let saved_as = h.wait_for("tr[data-version]").await?.attr("data-version").await?.context("a version")?;
+    // After a reload (a direct link), "Roll back" is offered and works without a page load.
+    h.client.refresh().await?;
+    h.wait_for("tr[data-version='1']").await?;
+    h.client.execute("window.__stays = 42;", vec![]).await?;
+    h.click_text("tr[data-version='1'] button", "Roll back to this").await?;
+    h.click("dialog[open] button.danger").await?;
+    let next: u64 = saved_as.parse::<u64>()? + 1;
+    h.wait_for(&format!("tr[data-version='{next}']")).await?;
+    h.wait_until("#save-notice", |t| t.starts_with(&format!("Rolled back as version {next}"))).await?;
+    ensure!(h.value(ttl).await? == original, "version 1's TTL is back");
+    let stayed: Value = h.client.execute("return window.__stays;", vec![]).await?;
+    ensure!(stayed == json!(42), "no page load: {stayed}");
+    // A draft survives a reload: offered back, restored, then discarded.
+    h.fill(ttl, "333").await?;
+    h.wait_for("#unsaved").await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Leaving through the navigation asks first.
+    h.click("nav a[href='/demo/tasks']").await?;
+    h.wait_until("dialog[open]", |t| t.contains("not saved")).await?;
+    h.keys(ESCAPE).await?;
+    h.wait_gone("dialog[open]").await?;
+    ensure!(h.client.current_url().await?.as_str().ends_with(shop), "still on the property");
+    h.client.refresh().await?;
+    h.wait_for("#draft-offer").await?;
+    ensure!(h.value(ttl).await? == original, "the saved version shows until restored");
+    h.snapshot("property-draft").await?;
+    h.click_text("#draft-offer button", "Restore my changes").await?;
+    h.wait_for("#unsaved").await?;
+    ensure!(h.value(ttl).await? == "333", "the draft is back");
+    h.click("#discard").await?;
+    h.wait_gone("#unsaved").await?;
+    ensure!(h.value(ttl).await? == original, "discarded");
+    h.client.refresh().await?;
+    h.wait_for(ttl).await?;
+    ensure!(h.count("#draft-offer").await? == 0, "a discarded draft is not offered again");
+    Ok(())
+}
+
+/// A slow server: following a deployment keeps one request in flight and asks less often; a superseded
+/// statistics query is cancelled.
+async fn polling_a_slow_server(h: &Harness) -> Result<()> {
+    h.goto("/demo/lists?list=ip_demo_partners").await?;
+    h.wait_for("textarea[name=entries]").await?;
+    h.slow("GET", "/v1/tasks/", Duration::from_millis(2500));
+    h.seen(true);
+    h.fill("textarea[name=entries]", "100.64.40.0/24").await?;
+    h.click_text("#add-entries button", "Check").await?;
+    h.click("#add-entries .report button.primary").await?;
+    h.wait_for("#add-entries .task-progress").await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while h.count("#add-entries .task-progress[data-status=COMPLETED]").await? == 0 {
+        if std::time::Instant::now() > deadline {
+            bail!("the deployment did not complete");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    h.fast();
+    let seen = h.seen(true);
+    let polls = |s: &Seen| s.cookie && s.method == "GET" && s.path.contains("/v1/tasks/");
+    let n = seen.iter().filter(|s| polls(s)).count();
+    ensure!(n >= 1, "the task was followed");
+    ensure!(
+        most_at_once(&seen, polls) == 1,
+        "one request in flight at a time: {:?}",
+        seen.iter().filter(|s| polls(s)).collect::<Vec<_>>()
+    );
+    // A statistics query superseded while it runs is cancelled by the browser.
+    h.goto("/demo/stats?range=24h&dims=country&metrics=hits").await?;
+    h.wait_for("#time-chart svg").await?;
+    h.slow("GET", "/stats/data", Duration::from_millis(3000));
+    h.seen(true);
+    h.click("button[data-metric=last_mile_bandwidth_bytes]").await?;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    h.click("button[data-metric=last_mile_bandwidth_bytes]").await?;
+    h.wait_until("#metrics", |_| true).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.fast();
+    h.wait_for("#time-chart svg").await?;
+    let seen = h.seen(true);
+    let dropped =
+        seen.iter().filter(|s| s.path.contains("/stats/data") && s.status.is_none() && s.end.is_some()).count();
+    ensure!(dropped >= 1, "a superseded query was cancelled: {seen:?}");
+    Ok(())
+}
+
+/// Every list view keeps its search, filters and page in the address: a reload and the back button show the
+/// same.
+async fn address_state(h: &Harness) -> Result<()> {
+    h.goto("/demo/users").await?;
+    h.fill("input[name=q]", "oper").await?;
+    h.click_text("form.search button", "Search").await?;
+    h.wait_until("table.users tbody", |t| t.contains("operator") && !t.contains("viewer")).await?;
+    ensure!(h.client.current_url().await?.as_str().contains("q=oper"), "the search is in the address");
+    h.client.refresh().await?;
+    h.wait_until("table.users tbody", |t| t.contains("operator") && !t.contains("viewer")).await?;
+    ensure!(h.value("input[name=q]").await? == "oper", "the search field shows it");
+    h.client.back().await?;
+    h.wait_until("table.users tbody", |t| t.contains("viewer")).await?;
+    h.goto("/demo/lists").await?;
+    h.select("select[name=list-type]", "GEO").await?;
+    h.wait_until("table.lists tbody", |t| !t.contains("Known scanners")).await?;
+    h.client.refresh().await?;
+    ensure!(h.value("select[name=list-type]").await? == "GEO", "the type filter survives a reload");
+    h.goto("/demo/tasks").await?;
+    h.select("select[name=status]", "COMPLETED").await?;
+    ensure!(h.client.current_url().await?.as_str().contains("status=COMPLETED"), "the task filter is in the address");
+    h.client.refresh().await?;
+    ensure!(h.value("select[name=status]").await? == "COMPLETED", "after a reload");
+    h.goto("/demo/lists?list=ip_demo_scanners").await?;
+    h.fill("input[aria-label='Search entries']", "192.0.2").await?;
+    h.click_text("form.search button", "Search").await?;
+    ensure!(h.client.current_url().await?.as_str().contains("q=192.0.2"), "the entry search is in the address");
+    Ok(())
+}
+
+/// A file of 50,000 addresses is read, checked and sent in calls of 5,000 without going through the text area,
+/// each call with its deployment; the same file can be chosen again.
+async fn large_file_into_a_list(h: &Harness) -> Result<()> {
+    let (status, list) = h
+        .api(
+            "admin",
+            "POST",
+            "/demo/v1/config/networklists",
+            Some(json!({"name": "Bulk", "type": "IP", "description": "", "list": []})),
+        )
+        .await?;
+    ensure!(status == 201, "{status} {list}");
+    let id = list["id"].as_str().context("an id")?.to_string();
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("addresses.txt");
+    let lines: Vec<String> = (0..50_000u32).map(|i| format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)).collect();
+    std::fs::write(&file, lines.join("\n"))?;
+    h.goto(&format!("/demo/lists?list={id}")).await?;
+    let input = h.wait_for("input[name=entries-file]").await?;
+    input.send_keys(&file.to_string_lossy()).await?;
+    h.wait_for("#entries-file").await?;
+    ensure!(h.count("textarea[name=entries]").await? == 0, "the file is not put into the text area");
+    h.wait_until("#add-entries .report", |t| t.contains("50000 valid") && t.contains("sent in 10 calls")).await?;
+    h.click("#add-entries .report button.primary").await?;
+    h.wait_until("#add-summary", |t| t.contains("Added 50000 entries")).await?;
+    ensure!(h.count("#add-entries li.call[data-status=ok]").await? == 10, "ten calls, each reported");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while h.count("#add-entries li.call .task-progress[data-status=COMPLETED]").await? < 10 {
+        if std::time::Instant::now() > deadline {
+            bail!("every call's deployment completes");
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // The same file again: read again (and all already there).
+    let input = h.wait_for("input[name=entries-file]").await?;
+    input.send_keys(&file.to_string_lossy()).await?;
+    h.wait_until("#add-entries .report", |t| t.contains("50000 valid")).await?;
+    Ok(())
+}
+
+/// An administrator cannot delete or demote themselves from the users list.
+async fn users_own_row(h: &Harness) -> Result<()> {
+    h.goto("/demo/users").await?;
+    let row = h.wait_until("tr[data-username=admin]", |t| t.contains("(you)")).await?;
+    ensure!(!row.contains("Delete"), "no Delete on one's own row: {row}");
+    h.click_text("tr[data-username=admin] button", "Edit").await?;
+    let disabled = h.wait_for("dialog[open] select[name=role]").await?.prop("disabled").await?;
+    ensure!(disabled.as_deref() == Some("true"), "one's own role is not changed here");
+    h.keys(ESCAPE).await?;
+    h.wait_gone("dialog[open]").await?;
+    Ok(())
+}
+
+/// Dark colours follow the system's choice (and stay accessible); at 400 px no view scrolls sideways.
+async fn dark_mode_and_phone_width(h: &Harness) -> Result<()> {
+    let cdp =
+        |cmd: &'static str, params: Value| h.chromium("goog/cdp/execute", json!({ "cmd": cmd, "params": params }));
+    cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }))
+        .await?;
+    for path in ["/demo/stats", "/demo/security", "/demo/properties?name=www-shop", "/demo/me"] {
+        h.goto(path).await?;
+        h.wait_for("main h1").await?;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let bg: String = serde_json::from_value(
+            h.client.execute("return getComputedStyle(document.documentElement).backgroundColor;", vec![]).await?,
+        )?;
+        ensure!(bg == "rgb(15, 20, 27)", "{path} is dark: {bg}");
+        h.axe(&format!("{path} (dark)")).await?;
+    }
+    h.snapshot("statistics-dark").await?;
+    cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }))
+        .await?;
+    cdp(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": 400, "height": 860, "deviceScaleFactor": 1, "mobile": true }),
+    )
+    .await?;
+    let views = [
+        ("/demo/stats", "#time-chart svg"),
+        ("/demo/security", "#events table"),
+        ("/demo/users", "tr[data-username=admin]"),
+        ("/demo/me", "#change-password"),
+        ("/demo/properties", "tr[data-property=www-shop]"),
+        ("/demo/properties?name=www-shop", "#history table"),
+        ("/demo/purge", "#purge-form"),
+        ("/demo/lists", "tr[data-list=ip_demo_scanners]"),
+        ("/demo/lists?list=ip_demo_scanners", "tr[data-entry]"),
+        ("/demo/tasks", "table.tasks"),
+        ("/demo/account", "select[name=timezone]"),
+    ];
+    let mut wide = Vec::new();
+    for (path, ready) in views {
+        h.goto(path).await?;
+        h.wait_for(ready).await.with_context(|| format!("{path} at 400 px"))?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let width: i64 = serde_json::from_value(
+            h.client
+                .execute("return Math.max(document.documentElement.scrollWidth, document.body.scrollWidth);", vec![])
+                .await?,
+        )?;
+        if width > 400 {
+            wide.push(format!("{path}: {width} px"));
+        }
+        if path == "/demo/stats" {
+            h.snapshot("statistics-phone").await?;
+        }
+    }
+    cdp("Emulation.clearDeviceMetricsOverride", json!({})).await?;
+    ensure!(wide.is_empty(), "views wider than 400 px: {wide:?}");
+    Ok(())
+}
+
+/// My account lists the user's own sessions; ending another one ends it. Two minutes before the session
+/// ends a notice offers to stay, and staying keeps it alive with the expiry the server answers.
+async fn own_sessions_and_session_notice(h: &mut Harness) -> Result<()> {
+    let (status, other) = h.api("admin", "POST", "/demo/v1/sessions", None).await?;
+    ensure!(status == 201, "another session: {status}");
+    let other_id = other["id"].as_str().context("its id")?.to_string();
+    h.goto("/demo/me").await?;
+    h.wait_for("#sessions tr[data-current=true]").await?;
+    let rows = h.count("#sessions tbody tr").await?;
+    ensure!(rows >= 2, "this session and the other: {rows}");
+    h.snapshot("sessions").await?;
+    h.click("#sessions tr[data-current=false] button").await?;
+    h.click("dialog[open] button.danger").await?;
+    h.wait_until("#sessions tbody", |_| true).await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while h.count("#sessions tbody tr").await? != rows - 1 {
+        if std::time::Instant::now() > deadline {
+            bail!("the ended session leaves the list");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, _) = h.api("admin", "GET", &format!("/demo/v1/sessions/{other_id}"), None).await?;
+    ensure!(status == 404, "the other session is gone: {status}");
+    // 28.5 minutes later (the server's clock and the page's), with no activity: the notice.
+    let later = 28 * 60 * 1000 + 30_000;
+    h.client.execute(&format!("const now = Date.now.bind(Date); Date.now = () => now() + {later};"), vec![]).await?;
+    h.advance(later);
+    let notice = h.wait_until("#session-notice", |t| t.contains("Your session ends in")).await?;
+    ensure!(notice.contains("1:") || notice.contains("0:"), "{notice}");
+    h.snapshot("session-notice").await?;
+    h.click_text("#session-notice button", "Stay logged in").await?;
+    h.wait_gone("#session-notice").await?;
+    h.wait_for_text(".topbar .user", "admin").await?;
+    Ok(())
+}
