@@ -68,6 +68,25 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
+/// A directory for the temporary files of the browsers a command starts (Chromium leaves profiles and
+/// `org.chromium.Chromium.*` directories in TMPDIR), under target/ and removed when dropped: a run leaves
+/// nothing in /tmp.
+struct BrowserTmp(PathBuf);
+
+impl BrowserTmp {
+    fn new() -> Result<BrowserTmp> {
+        let dir = root().join("target/browser-tmp").join(std::process::id().to_string());
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(BrowserTmp(dir))
+    }
+}
+
+impl Drop for BrowserTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root());
@@ -126,9 +145,11 @@ fn size_command(args: &[String]) -> Result<ExitCode> {
 fn perf_console() -> Result<ExitCode> {
     let tools = tools::Tools::ensure(true)?;
     build_console(&tools)?;
+    let tmp = BrowserTmp::new()?;
     run(tools
         .apply(&mut cargo())
         .args(["run", "--release", "--locked", "-p", "edge-e2e", "--bin", "perf-console"])
+        .env("TMPDIR", &tmp.0)
         .env("EDGE_E2E_DIST", root().join("dist"))
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("CHROMIUM", &tools.chromium))?;
@@ -156,7 +177,8 @@ fn screenshots() -> Result<ExitCode> {
     let tools = tools::Tools::ensure(true)?;
     build_console(&tools)?;
     let all = root().join("target/screenshots");
-    run(e2e_command(&tools).env("EDGE_E2E_SCREENSHOTS", &all))?;
+    let tmp = BrowserTmp::new()?;
+    run(e2e_command(&tools, &tmp).env("EDGE_E2E_SCREENSHOTS", &all))?;
     let docs = root().join("docs/screenshots");
     std::fs::create_dir_all(&docs)?;
     for view in MAIN_VIEWS {
@@ -168,11 +190,12 @@ fn screenshots() -> Result<ExitCode> {
 }
 
 /// The end-to-end tests against the built console.
-fn e2e_command(tools: &tools::Tools) -> Command {
+fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
     let mut cmd = cargo();
     tools
         .apply(&mut cmd)
         .args(["test", "--locked", "-p", "edge-e2e", "--", "--test-threads", "1"])
+        .env("TMPDIR", &tmp.0)
         .env("EDGE_E2E_DIST", root().join("dist"))
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("CHROMIUM", &tools.chromium);
@@ -331,6 +354,7 @@ fn test() -> Result<ExitCode> {
     // its watchdog if this process is interrupted.
     let postgres = edge_cluster::Postgres::throwaway().context("starting a throwaway PostgreSQL cluster")?;
     let postgres_url = postgres.url("postgres");
+    let tmp = BrowserTmp::new()?;
     let mut steps = vec![test_step("format", cargo().args(["fmt", "--all", "--check"]))];
     steps.push(test_step(
         "lint (native)",
@@ -371,6 +395,7 @@ fn test() -> Result<ExitCode> {
         tools
             .apply(&mut cargo())
             .args(["test", "--locked", "-p", "edge-console", "--target", "wasm32-unknown-unknown"])
+            .env("TMPDIR", &tmp.0)
             .env("CHROMEDRIVER", &tools.chromedriver)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
     ));
@@ -388,7 +413,7 @@ fn test() -> Result<ExitCode> {
     } else {
         steps.push(test_step(
             "end-to-end tests (real server, real console, headless Chromium, axe-core, size budget)",
-            &mut e2e_command(&tools),
+            &mut e2e_command(&tools, &tmp),
         ));
     }
 
