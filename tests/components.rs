@@ -132,8 +132,21 @@ async fn a_chart_has_an_accessible_name_and_its_numbers_as_a_table() {
         view! { <TimeChart label="hits over time".to_string() series=series.clone() start=0 end=600_000 stacked=true /> }
     });
     tick().await;
-    let chart = root.query_selector("[role=img]").unwrap().expect("a chart");
-    assert_eq!(chart.get_attribute("aria-label").as_deref(), Some("hits over time"));
+    let chart = root.query_selector("[role=group]").unwrap().expect("a chart");
+    assert_eq!(
+        chart.get_attribute("aria-label").as_deref(),
+        Some("hits over time. Use the arrow keys to read the values at each time.")
+    );
+    // End shows the last time's exact values in the tooltip.
+    let init = web_sys::KeyboardEventInit::new();
+    init.set_key("End");
+    init.set_bubbles(true);
+    chart
+        .dispatch_event(&web_sys::KeyboardEvent::new_with_keyboard_event_init_dict("keydown", &init).unwrap())
+        .unwrap();
+    tick().await;
+    let de = root.query_selector(".tooltip li[data-series=DE]").unwrap().expect("DE in the tooltip");
+    assert_eq!(de.get_attribute("data-value").as_deref(), Some("3"));
     assert!(chart.query_selector("svg[aria-hidden=true] polygon").unwrap().is_some(), "stacked areas");
     assert!(root.query_selector("table").unwrap().is_none(), "the table is built when asked for");
     let details = root.query_selector("details").unwrap().unwrap().unchecked_into::<web_sys::HtmlDetailsElement>();

@@ -286,7 +286,7 @@ fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl Int
             </li>
         }
     };
-    let links = NAV.iter().map(|(path, label)| link(format!("/{customer}/{path}"), *label)).collect_view();
+    let links = NAV.iter().map(|(path, label)| link(format!("/{customer}/{path}"), label)).collect_view();
     // Only administrators read the audit log.
     let audit = format!("/{customer}/audit");
     let admin_links = move || auth.is_admin().then(|| link(audit.clone(), "Audit log"));

@@ -48,10 +48,10 @@ pub fn Tasks() -> impl IntoView {
             Some((at, p)) if at == u => Some(p),
             _ => tasks.get_untracked().and_then(Result::ok),
         };
-        if shown.is_some_and(|p| p.items.iter().any(|t| !t.complete)) {
-            if let Ok(p) = api::get_json::<TaskPage>(&u).await {
-                return fresh.try_set(Some((u, p))).is_none();
-            }
+        if shown.is_some_and(|p| p.items.iter().any(|t| !t.complete))
+            && let Ok(p) = api::get_json::<TaskPage>(&u).await
+        {
+            return fresh.try_set(Some((u, p))).is_none();
         }
         true
     });

@@ -129,10 +129,10 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     });
     Effect::new(move |_| {
         if let Some(Ok(doc)) = load.get() {
-            if let Some(d) = stored_draft(&key.get_value()) {
-                if d.config != to_value(&doc.config) {
-                    offer.set(Some(d));
-                }
+            if let Some(d) = stored_draft(&key.get_value())
+                && d.config != to_value(&doc.config)
+            {
+                offer.set(Some(d));
             }
             draft.set(Some(doc.config.clone()));
             base.set(Some(doc));
@@ -267,18 +267,16 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         }
     });
     Effect::new(move |_| {
-        if let Some(r) = rollback.value().get() {
-            if let Ok(doc) = &r {
-                if dirty.get_untracked() {
-                    notice.set(Some(format!(
-                        "Rolled back as version {}. Your unsaved changes are kept; saving them merges them with it.",
-                        doc.version
-                    )));
-                    history_reload.update(|n| *n += 1);
-                } else {
-                    notice.set(Some(format!("Rolled back as version {}.", doc.version)));
-                    saved(doc.clone());
-                }
+        if let Some(Ok(doc)) = rollback.value().get() {
+            if dirty.get_untracked() {
+                notice.set(Some(format!(
+                    "Rolled back as version {}. Your unsaved changes are kept; saving them merges them with it.",
+                    doc.version
+                )));
+                history_reload.update(|n| *n += 1);
+            } else {
+                notice.set(Some(format!("Rolled back as version {}.", doc.version)));
+                saved(doc);
             }
         }
     });

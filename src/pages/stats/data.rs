@@ -13,6 +13,9 @@ use crate::{
 /// Series shown by name in a chart; the rest are added up as "other".
 pub const SERIES: usize = 6;
 
+/// One series' points by time: (amount, requests behind it) — a latency is the amount over the requests.
+type Points = BTreeMap<i64, (f64, f64)>;
+
 /// The first dimension of an answer (what series and bars are split by), if it has one.
 fn first_dimension(r: &StatsResponse) -> Option<Column> {
     r.query.dimensions.first().map(|d| Column::of(r, d)).filter(Column::exists)
@@ -81,7 +84,7 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
     }
     let time = Column::of(r, "starttime");
     let dim = first_dimension(r);
-    let mut by: BTreeMap<String, BTreeMap<i64, (f64, f64)>> = BTreeMap::new();
+    let mut by: BTreeMap<String, Points> = BTreeMap::new();
     for row in &r.rows {
         let Ok(t) = parse_time(&time.text(row)) else { continue };
         let key = dim.map(|d| d.text(row)).unwrap_or_else(|| "total".into());
@@ -96,13 +99,11 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
         }
     }
     // Ranked by volume: the amount (for a latency, the requests behind it).
-    let size = |p: &BTreeMap<i64, (f64, f64)>| {
-        p.values().map(|(a, w)| if measure.hits.is_some() { *w } else { *a }).sum::<f64>()
-    };
-    let mut ranked: Vec<(String, BTreeMap<i64, (f64, f64)>)> = by.into_iter().collect();
+    let size = |p: &Points| p.values().map(|(a, w)| if measure.hits.is_some() { *w } else { *a }).sum::<f64>();
+    let mut ranked: Vec<(String, Points)> = by.into_iter().collect();
     ranked.sort_by(|a, b| size(&b.1).total_cmp(&size(&a.1)));
     let mut out: Vec<Series> = Vec::new();
-    let mut other: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+    let mut other: Points = BTreeMap::new();
     for (i, (name, points)) in ranked.into_iter().enumerate() {
         if i < SERIES {
             out.push(Series { name, points: points.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect() });

@@ -215,13 +215,17 @@ async fn security(h: &Harness) -> Result<()> {
     h.goto("/demo/security").await?;
     h.wait_for("#events table tbody tr").await?;
     h.wait_for("#request-trends .chart svg").await?;
-    h.fill("input[name=event-filters]", "event_action==BLOCK").await?;
-    h.click_text("#events button", "Filter").await?;
-    h.wait_until("#events table tbody", |t| !t.is_empty() && t.lines().all(|l| l.contains("BLOCK"))).await?;
+    // The same filter builder as the statistics.
+    h.select("#events select[aria-label='Filter dimension']", "event_action").await?;
+    h.fill("#events input[name=filter-value]", "BLOCK").await?;
+    h.click_text("#events button", "Add filter").await?;
+    h.wait_until("#events table tbody", |t| {
+        !t.is_empty() && t.lines().filter(|l| !l.contains("Add to list")).all(|l| l.contains("BLOCK"))
+    })
+    .await?;
     ensure!(h.client.current_url().await?.as_str().contains("filters=event_action"), "the filter is in the address");
-    // A malformed filter gets the API's message, not a blank view.
-    h.fill("input[name=event-filters]", "nonsense==1").await?;
-    h.click_text("#events button", "Filter").await?;
+    // A malformed filter (a link) gets the API's message, not a blank view.
+    h.goto("/demo/security?filters=nonsense%3D%3D1").await?;
     h.wait_for("#events [role=alert]").await?;
     Ok(())
 }
