@@ -157,7 +157,7 @@ fn perf_console() -> Result<ExitCode> {
 }
 
 /// The views whose screenshots the README shows.
-const MAIN_VIEWS: [&str; 12] = [
+const MAIN_VIEWS: [&str; 16] = [
     "login",
     "statistics",
     "security",
@@ -170,6 +170,10 @@ const MAIN_VIEWS: [&str; 12] = [
     "users",
     "two-factor-pairing",
     "account",
+    "add-to-list",
+    "property-draft",
+    "statistics-dark",
+    "statistics-phone",
 ];
 
 /// `cargo xtask screenshots`: the end-to-end tests with their screenshot mode on, into docs/screenshots.

@@ -601,8 +601,11 @@ async fn dark_mode_and_phone_width(h: &Harness) -> Result<()> {
         )?;
         ensure!(bg == "rgb(15, 20, 27)", "{path} is dark: {bg}");
         h.axe(&format!("{path} (dark)")).await?;
+        if path == "/demo/stats" {
+            h.wait_for("#time-chart svg").await?;
+            h.snapshot("statistics-dark").await?;
+        }
     }
-    h.snapshot("statistics-dark").await?;
     cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }))
         .await?;
     cdp(
