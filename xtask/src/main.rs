@@ -15,6 +15,9 @@ use anyhow::{Context, Result, bail};
 const USAGE: &str = "usage:
   cargo xtask serve [SERVER FLAGS]   build the console (release) and serve it with demo data on http://127.0.0.1:8080
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
+  cargo xtask serve --cluster [SERVER FLAGS]
+                                     the same on PostgreSQL (kept under target/cluster/) with two replicas behind a
+                                     load balancer (HAProxy, or nginx) on that address
   cargo xtask test                   install what tests need, then run every test (lint, native on SQLite and on a
                                      throwaway PostgreSQL cluster, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
@@ -28,9 +31,10 @@ const USAGE: &str = "usage:
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
   cargo xtask bench config [--runs N]
                                      configuration updates and diffs from 625 to 5,000 nodes (time per node)
-  cargo xtask load [--seconds N] [--connections N]
+  cargo xtask load [--seconds N] [--connections N] [--cluster]
                                      a realistic request mix against a demo server, and a bare axum handler
-                                     for comparison (default 20 s each, 16 connections)
+                                     for comparison (default 20 s each, 16 connections); with --cluster also
+                                     through a load balancer in front of two replicas on PostgreSQL
   cargo xtask fuzz-api [--examples N] [--min-requests N]
                                      schemathesis against every operation of /openapi.json on a demo server
                                      (default 25 examples per operation, at least 2,000 requests)";
@@ -218,11 +222,19 @@ fn compress_command(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn serve(server_args: &[String]) -> Result<ExitCode> {
+fn serve(args: &[String]) -> Result<ExitCode> {
+    let replicated = args.iter().any(|a| a == "--cluster");
+    let server_args: Vec<String> = args.iter().filter(|a| *a != "--cluster").cloned().collect();
     let tools = tools::Tools::ensure(false)?;
+    if replicated {
+        tools::ensure_cluster_tools()?;
+    }
     build_console(&tools)?;
     run(cargo().args(["build", "--release", "--locked", "-p", "edge-server"]))?;
     let binary = root().join("target/release/edge-server");
+    if replicated {
+        return serve_cluster(binary, server_args);
+    }
     let mut cmd = Command::new(&binary);
     cmd.current_dir(root()).args(["serve", "--demo"]).args(server_args);
     // Defaults as environment, so the caller's own EDGE_* variables and flags win.
@@ -235,6 +247,62 @@ fn serve(server_args: &[String]) -> Result<ExitCode> {
     // Ctrl-C reaches the server too (same process group); it shuts down gracefully and we return its status.
     let status = cmd.status().context("starting edge-server")?;
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `cargo xtask serve --cluster`: a PostgreSQL cluster kept under target/cluster/postgres, two replicas with the
+/// demo data (their own data dirs under target/cluster/), and the load balancer on the address `serve` would
+/// use, until Ctrl-C. Everything is stopped when this process ends (PostgreSQL by its watchdog); the database
+/// stays for the next run.
+fn serve_cluster(binary: PathBuf, mut server_args: Vec<String>) -> Result<ExitCode> {
+    // The balancer takes the address; each replica gets a free loopback port of its own.
+    let mut listen = std::env::var("EDGE_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    if let Some(i) = server_args.iter().position(|a| a == "--listen") {
+        listen = server_args.get(i + 1).cloned().context("--listen takes an address")?;
+        server_args.drain(i..=i + 1);
+    }
+    let listen: std::net::SocketAddr = listen.parse().with_context(|| format!("--listen {listen}"))?;
+    let dir = root().join("target/cluster");
+    let mut args = vec!["--demo".to_string(), "--static-dir".to_string(), root().join("dist").display().to_string()];
+    args.extend(server_args);
+    eprintln!("xtask: starting PostgreSQL, two replicas and a load balancer under {}", dir.display());
+    let cluster = edge_cluster::Cluster::start(&edge_cluster::ClusterSpec {
+        binary,
+        dir: dir.clone(),
+        postgres_dir: Some(dir.join("postgres")),
+        replicas: 2,
+        listen: Some(listen),
+        server_args: args,
+        env: vec![],
+    })?;
+    // The replica that seeded the demo data printed its password; give it a moment to be read.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The replica that seeded the demo data says how to log in; the others that it was there already.
+    let output: Vec<String> = cluster.replicas.iter().flat_map(|r| r.output()).collect();
+    let login = output
+        .iter()
+        .find(|l| l.starts_with("Log in with"))
+        .or_else(|| output.iter().find(|l| l.starts_with("The database already holds data")));
+    println!("Edge Console: {}/", cluster.url());
+    println!(
+        "  {} replicas on PostgreSQL ({}) behind {}: {}",
+        cluster.replicas.len(),
+        cluster.database_url,
+        cluster.balancer.kind.name(),
+        cluster.replicas.iter().map(|r| r.url()).collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "  data: {} (the database is kept between runs; each replica's statistics in its data dir)",
+        dir.display()
+    );
+    if let Some(line) = login {
+        println!("{line}");
+    }
+    println!("Ctrl-C stops everything.");
+    // Ctrl-C reaches the replicas and the balancer too (same process group); PostgreSQL's watchdog stops it
+    // when this process ends.
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
 }
 
 /// A Python virtual environment under target/tools with `package` (from PyPI) installed; returns its bin dir.
@@ -274,6 +342,9 @@ fn bench_config(extra: &[String]) -> Result<ExitCode> {
 
 /// The load test: release builds of the server and the load generator, run over loopback.
 fn load(extra: &[String]) -> Result<ExitCode> {
+    if extra.iter().any(|a| a == "--cluster") {
+        tools::ensure_cluster_tools()?;
+    }
     run(cargo().args(["build", "--release", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
     run(Command::new(root().join("target/release/edge-bench"))
         .args(["load", "--work"])
@@ -382,12 +453,12 @@ fn test() -> Result<ExitCode> {
     steps.push(test_step(
         "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas)",
         cargo()
-            .args(["test", "--locked", "-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster"])
+            .args(["test", "--locked", "--no-fail-fast", "-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster"])
             .env("EDGE_TEST_POSTGRES_URL", &postgres_url),
     ));
     let mut on_postgres = cargo();
     on_postgres
-        .args(["test", "--locked", "-p", "edge-server"])
+        .args(["test", "--locked", "--no-fail-fast", "-p", "edge-server"])
         .env("EDGE_TEST_STORE", "postgres")
         .env("EDGE_TEST_POSTGRES_URL", &postgres_url);
     for suite in router_suites()? {
