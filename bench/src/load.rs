@@ -4,7 +4,10 @@
 //! axum handler in a process of its own, in the same run. Prints requests/s, p50/p99 latency and errors of
 //! each, and their ratio. Fails when anything but the purge limit's intended 429s went wrong.
 //!
-//! Usage: edge-bench load --work DIR --server PATH/edge-server [--seconds N] [--connections N]
+//! With `--cluster`, the mix also runs through a load balancer in front of two replicas on one PostgreSQL
+//! (throwaway cluster, HAProxy or nginx), in the same run; the server CPU is then the replicas' and PostgreSQL's.
+//!
+//! Usage: edge-bench load --work DIR --server PATH/edge-server [--seconds N] [--connections N] [--cluster]
 
 use std::{
     process::{Command, Stdio},
@@ -206,9 +209,50 @@ struct Outcome {
     by_kind: Vec<(&'static str, Tally)>,
 }
 
-fn measure(server: &Server, path: &str, cookie: &str, targets: Vec<Target>, run: Run) -> Outcome {
+/// What the load is sent to, and whose CPU time it costs.
+trait Endpoint {
+    fn base(&self) -> String;
+    fn cpu_seconds(&self) -> f64;
+}
+
+impl Endpoint for Server {
+    fn base(&self) -> String {
+        self.base.clone()
+    }
+
+    fn cpu_seconds(&self) -> f64 {
+        Server::cpu_seconds(self)
+    }
+}
+
+/// Two replicas on one PostgreSQL behind the balancer: the CPU time of the replicas and of PostgreSQL's
+/// processes (not the balancer's).
+impl Endpoint for edge_cluster::Cluster {
+    fn base(&self) -> String {
+        self.url()
+    }
+
+    fn cpu_seconds(&self) -> f64 {
+        let replicas: f64 = self.replicas.iter().filter_map(|r| r.pid()).map(crate::server::cpu_seconds).sum();
+        let postmaster = std::fs::read_to_string(self.postgres.dir().join("data/postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok());
+        let postgres: f64 = postmaster.map_or(0.0, |pid| {
+            let children = std::fs::read_dir("/proc").into_iter().flatten().filter_map(|e| {
+                let child: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+                let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+                (ppid == pid).then_some(child)
+            });
+            crate::server::cpu_seconds(pid) + children.map(crate::server::cpu_seconds).sum::<f64>()
+        });
+        replicas + postgres
+    }
+}
+
+fn measure(server: &dyn Endpoint, path: &str, cookie: &str, targets: Vec<Target>, run: Run) -> Outcome {
     let Run { connections, seconds, purge } = run;
-    let base = &format!("{}{path}", server.base);
+    let base = &format!("{}{path}", server.base());
     let cpu = server.cpu_seconds();
     let targets = Arc::new(targets);
     let stop = Arc::new(AtomicBool::new(false));
@@ -303,6 +347,35 @@ pub fn run(args: &Args) -> Result<()> {
     }
     drop(server);
 
+    // The same mix through a load balancer in front of two replicas on PostgreSQL.
+    let replicated = if args.flag("--cluster") {
+        let t = Instant::now();
+        let dir = work.join("cluster");
+        std::fs::create_dir_all(&dir)?;
+        // The postgres user (initdb runs as it when we are root) must reach the cluster's directory.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755))?;
+        let cluster = edge_cluster::Cluster::start(&edge_cluster::ClusterSpec {
+            binary: server_bin.clone(),
+            dir,
+            postgres_dir: None,
+            replicas: 2,
+            listen: None,
+            server_args: ["--demo", "--demo-days", "8"].map(String::from).to_vec(),
+            env: vec![("EDGE_DEMO_PASSWORD".into(), PASSWORD.into())],
+        })?;
+        println!(
+            "load: two replicas on PostgreSQL behind {} ready in {:.1} s at {}",
+            cluster.balancer.kind.name(),
+            t.elapsed().as_secs_f64(),
+            cluster.url()
+        );
+        let cookie = crate::server::login(&cluster.url(), "demo", "admin", PASSWORD)?;
+        Some((cluster.balancer.kind.name(), measure(&cluster, "/demo/v1", &cookie, mix(&properties), run)))
+    } else {
+        None
+    };
+
     let bare = Command::new(std::env::current_exe()?).arg("bare").stdout(Stdio::piped()).spawn()?;
     let bare = Server::wait_for_address(bare, "bare axum: ")?;
     let hello = vec![Target { name: "bare axum handler", path: "/hello".into(), weight: 1 }];
@@ -334,7 +407,13 @@ pub fn run(args: &Args) -> Result<()> {
     println!();
     println!("| server | requests/s | p50 (ms) | p99 (ms) | server CPU/request (µs) | errors |");
     println!("|---|---|---|---|---|---|");
-    for (name, o) in [("edge-server, realistic mix", &edge), ("bare axum handler", &baseline)] {
+    let replicated_name = replicated.as_ref().map(|(balancer, _)| {
+        format!("2 × edge-server on PostgreSQL behind {balancer}, realistic mix (CPU: replicas + PostgreSQL)")
+    });
+    let rows = [("edge-server, realistic mix".to_string(), &edge), ("bare axum handler".to_string(), &baseline)]
+        .into_iter()
+        .chain(replicated_name.into_iter().zip(replicated.as_ref().map(|(_, o)| o)));
+    for (name, o) in rows {
         println!(
             "| {name} | {:.0} | {:.2} | {:.2} | {:.0} | {} |",
             o.requests as f64 / o.seconds,
@@ -347,7 +426,13 @@ pub fn run(args: &Args) -> Result<()> {
     let ratio = (edge.requests as f64 / edge.seconds) / (baseline.requests as f64 / baseline.seconds);
     println!();
     println!("edge-server serves {:.1} % of the bare handler's requests/s with the realistic mix", ratio * 100.0);
-    for o in [&edge, &baseline].into_iter().chain(alone.iter().map(|(_, o)| o)) {
+    if let Some((_, o)) = &replicated {
+        let ratio = (o.requests as f64 / o.seconds) / (edge.requests as f64 / edge.seconds);
+        println!("two replicas on PostgreSQL serve {:.1} % of the embedded server's requests/s", ratio * 100.0);
+    }
+    for o in
+        [&edge, &baseline].into_iter().chain(replicated.as_ref().map(|(_, o)| o)).chain(alone.iter().map(|(_, o)| o))
+    {
         if o.all.errors > 0 {
             bail!("{} requests failed; the first: {}", o.all.errors, o.all.first_error.clone().unwrap_or_default());
         }

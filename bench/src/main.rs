@@ -25,6 +25,11 @@ impl Args {
         self.0.iter().position(|a| a == name).and_then(|i| self.0.get(i + 1)).cloned()
     }
 
+    /// Whether the flag `name` (one without a value) is there.
+    pub fn flag(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
+
     pub fn path(&self, name: &str) -> Result<PathBuf> {
         self.value(name).map(PathBuf::from).with_context(|| format!("{name} is required"))
     }

@@ -75,14 +75,20 @@ impl Server {
 
     /// Logs in with Basic credentials and returns the `Cookie` header value of the new session.
     pub fn login(&self, customer: &str, user: &str, password: &str) -> Result<String> {
-        let auth = format!("Basic {}", BASE64_STANDARD.encode(format!("{user}:{password}")));
-        let reply = ureq::post(&format!("{}/{customer}/v1/sessions", self.base))
-            .set("Authorization", &auth)
-            .call()
-            .with_context(|| format!("logging in as {user}"))?;
-        let session: serde_json::Value = serde_json::from_str(&reply.into_string()?)?;
-        Ok(format!("authtoken={}", session["id"].as_str().context("session id")?))
+        login(&self.base, customer, user, password)
     }
+}
+
+/// Logs in at the server at `base` with Basic credentials and returns the `Cookie` header value of the new
+/// session.
+pub fn login(base: &str, customer: &str, user: &str, password: &str) -> Result<String> {
+    let auth = format!("Basic {}", BASE64_STANDARD.encode(format!("{user}:{password}")));
+    let reply = ureq::post(&format!("{base}/{customer}/v1/sessions"))
+        .set("Authorization", &auth)
+        .call()
+        .with_context(|| format!("logging in as {user}"))?;
+    let session: serde_json::Value = serde_json::from_str(&reply.into_string()?)?;
+    Ok(format!("authtoken={}", session["id"].as_str().context("session id")?))
 }
 
 impl Drop for Server {
