@@ -44,7 +44,11 @@ use crate::{
     hashing::PasswordWork,
     mail::Mailer,
     net::TrustedProxies,
-    stats::{StatsEngine, memory::MemoryEngine},
+    stats::{
+        StatsEngine,
+        clickhouse::{ClickHouseEngine, StatsUrl as ClickHouseUrl},
+        memory::MemoryEngine,
+    },
     store::{Location, Store},
 };
 
@@ -80,6 +84,9 @@ pub struct Settings {
     pub audit_retention_days: i64,
     /// Tasks (and the purge transactions they track) that ended this many days ago are deleted.
     pub task_retention_days: i64,
+    /// Statistics in ClickHouse (`clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE`) instead of the embedded
+    /// engine in the data dir.
+    pub stats_url: Option<String>,
 }
 
 impl Settings {
@@ -108,6 +115,7 @@ impl Settings {
             password_queue: 0,
             audit_retention_days: 400,
             task_retention_days: 30,
+            stats_url: None,
         }
     }
 }
@@ -136,9 +144,15 @@ impl AppState {
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let store = store::open(&settings.location(), settings.database_wait).await?;
-        let stats = {
-            let (dir, clock) = (settings.data_dir.clone(), clock.clone());
-            tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??
+        let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
+            Some(url) => {
+                let (url, clock) = (ClickHouseUrl::parse(url)?, clock.clone());
+                Arc::new(tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??)
+            }
+            None => {
+                let (dir, clock) = (settings.data_dir.clone(), clock.clone());
+                Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??)
+            }
         };
         let mailer = Mailer::new(settings.smtp_url.as_deref(), &settings.mail_from, settings.data_dir.join("outbox"))?;
         Ok(AppState {
@@ -147,7 +161,7 @@ impl AppState {
             passwords: Arc::new(PasswordWork::new(settings.password_workers, settings.password_queue)),
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
-            stats: Arc::new(stats),
+            stats,
             settings: Arc::new(settings),
         })
     }

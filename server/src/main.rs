@@ -48,6 +48,9 @@ enum Command {
         data_dir: PathBuf,
         #[command(flatten)]
         database: DatabaseArgs,
+        /// Statistics in ClickHouse: clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (as for serve).
+        #[arg(long, env = "EDGE_STATS_URL")]
+        stats_url: Option<String>,
         /// NDJSON files, one record per line.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -113,6 +116,10 @@ struct ServeArgs {
     /// database another one seeded gets the demo traffic in its own statistics.
     #[arg(long)]
     demo: bool,
+    /// Statistics in ClickHouse instead of the embedded engine: clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE
+    /// (PORT: ClickHouse's HTTP interface). The database and its tables are created when missing.
+    #[arg(long, env = "EDGE_STATS_URL")]
+    stats_url: Option<String>,
     /// Days of demo traffic to create with --demo.
     #[arg(long, default_value_t = 35)]
     demo_days: i64,
@@ -180,8 +187,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Customer { command: CustomerCommand::Add { name, admin, data_dir, database } } => {
             add_customer(name, admin, database.location(&data_dir)).await
         }
-        Command::Ingest { kind, customer, data_dir, database, files } => {
-            ingest(kind, customer, data_dir, database, files).await
+        Command::Ingest { kind, customer, data_dir, database, stats_url, files } => {
+            ingest(kind, customer, data_dir, database, stats_url, files).await
         }
         Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir, database } } => {
             let store = open_store(&database.location(&data_dir)).await?;
@@ -205,6 +212,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.login_slowdown = Duration::from_millis(args.login_slowdown_ms);
     settings.audit_retention_days = args.audit_retention_days;
     settings.task_retention_days = args.task_retention_days;
+    settings.stats_url = args.stats_url.clone();
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }
@@ -317,6 +325,7 @@ async fn ingest(
     customer: String,
     data_dir: PathBuf,
     database: DatabaseArgs,
+    stats_url: Option<String>,
     files: Vec<PathBuf>,
 ) -> anyhow::Result<()> {
     use edge_server::stats::ingest::{parse_access_keeping, parse_security_keeping};
@@ -325,6 +334,7 @@ async fn ingest(
     let _lock = lock_data_dir(&data_dir)?;
     let mut settings = Settings::new(&data_dir, "");
     settings.database_url = database.database_url;
+    settings.stats_url = stats_url;
     let state = AppState::open(settings).await.context("opening the data dir")?;
     let c =
         state.store.customer_by_name(&customer).await?.ok_or_else(|| anyhow::anyhow!("no customer {customer:?}"))?;

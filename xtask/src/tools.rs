@@ -1,6 +1,7 @@
 //! The tools the build and the tests need, installed from the package registries only when missing:
 //! the wasm32 target, trunk 0.21, wasm-bindgen-cli at the Cargo.lock version, binaryen 132's wasm-opt (npm),
-//! and for tests Debian's chromium and chromium-driver, PostgreSQL and HAProxy (or nginx, when that is there).
+//! and for tests Debian's chromium and chromium-driver, PostgreSQL and HAProxy (or nginx, when that is there), and
+//! clickhouse-server (the ClickHouse statistics tests start it as a child process, never as a service).
 
 use std::{
     ffi::OsString,
@@ -142,8 +143,12 @@ impl Tools {
     }
 }
 
+/// Debian's ClickHouse server binary.
+const CLICKHOUSE_SERVER: &str = "/usr/sbin/clickhouse-server";
+
 /// What the replicated mode needs (`cargo xtask test`, `serve --cluster`, `load --cluster`): Debian's
-/// PostgreSQL, and a load balancer — HAProxy, unless HAProxy or nginx is installed.
+/// PostgreSQL, and a load balancer — HAProxy, unless HAProxy or nginx is installed; and for the statistics tests
+/// Debian's clickhouse-server.
 pub fn ensure_cluster_tools() -> Result<()> {
     let mut packages = Vec::new();
     if edge_cluster::postgres_bin_dir().is_err() {
@@ -152,10 +157,13 @@ pub fn ensure_cluster_tools() -> Result<()> {
     if edge_cluster::BalancerKind::find().is_none() {
         packages.push("haproxy");
     }
+    if !Path::new(CLICKHOUSE_SERVER).exists() {
+        packages.push("clickhouse-server");
+    }
     if packages.is_empty() {
         return Ok(());
     }
-    eprintln!("xtask: installing Debian's {}", packages.join(" and "));
+    eprintln!("xtask: installing Debian's {}", packages.join(", "));
     let install = || apt_get(&[&["install", "-y", "--no-install-recommends"], &packages[..]].concat());
     if install().is_err() {
         apt_get(&["update"])?;
@@ -164,6 +172,9 @@ pub fn ensure_cluster_tools() -> Result<()> {
     edge_cluster::postgres_bin_dir()?;
     if edge_cluster::BalancerKind::find().is_none() {
         bail!("no load balancer after apt-get install haproxy");
+    }
+    if !Path::new(CLICKHOUSE_SERVER).exists() {
+        bail!("{CLICKHOUSE_SERVER} is still missing after apt-get install clickhouse-server");
     }
     Ok(())
 }

@@ -112,6 +112,9 @@ async fn run(
         .map_err(|e| anyhow::anyhow!("query task: {e}"))?
         .map_err(|e| match e {
             QueryError::Unsupported(m) => AppError::invalid_parameter(m),
+            QueryError::Unavailable(message) => {
+                AppError::Unavailable { kind: "database_unavailable", message, retry_after_secs: 2 }
+            }
             QueryError::Internal(e) => AppError::Internal(e),
         })?;
     let body = write_response(family, &query, &answer, &caller.customer.name, uri);
@@ -540,6 +543,9 @@ async fn ingest_with<B: Send + 'static>(
         let (batch, rejected) = parse(text);
         let accepted = store(engine.as_ref(), customer, &batch).map_err(|e| match e {
             IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
+            IngestError::Unavailable(message) => {
+                AppError::Unavailable { kind: "database_unavailable", message, retry_after_secs: 2 }
+            }
             IngestError::Internal(e) => AppError::Internal(e),
         })?;
         Ok(IngestResult { accepted, rejected: rejected.lines, rejected_more: rejected.more })

@@ -30,19 +30,19 @@ use aggregate::{Input, Mapping, Metrics, Plan, Records, Work};
 use block::{Block, Rollup};
 use wal::Log;
 
-const METRICS: usize = 8;
+pub(super) const METRICS: usize = 8;
 const HITS: usize = 1;
 /// Dictionary ids are packed 25 bits each into a 128-bit key (at most 5 dimensions a rollup).
 const ID_BITS: u32 = 25;
 /// Distinct values one dimension of one customer can hold.
 pub const MAX_IDS: usize = 1 << ID_BITS;
 /// Raw security events are kept for the previous three days plus today.
-const EVENT_DAYS: i64 = 3;
+pub(super) const EVENT_DAYS: i64 = 3;
 /// Security event dimensions stored with each raw event (ids into [`DIMS`]): those of a security batch.
 const EVENT_DIMS: [&str; 14] = SECURITY_DIMS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
+pub(super) enum Kind {
     Delivery,
     TopKUrl,
     WafTrend,
@@ -57,12 +57,12 @@ enum Kind {
 
 /// What one rollup aggregates: which records, at which granularity, by which dimensions.
 #[derive(Debug, Clone)]
-struct Spec {
-    kind: Kind,
-    granularity: Granularity,
+pub(super) struct Spec {
+    pub(super) kind: Kind,
+    pub(super) granularity: Granularity,
     /// Dimension ids, ascending.
-    dims: Vec<usize>,
-    metrics: usize,
+    pub(super) dims: Vec<usize>,
+    pub(super) metrics: usize,
 }
 
 fn ids(names: &[&str]) -> Vec<usize> {
@@ -73,7 +73,7 @@ fn ids(names: &[&str]) -> Vec<usize> {
 }
 
 /// Every rollup the engine keeps.
-fn all_specs() -> Vec<Spec> {
+pub(super) fn all_specs() -> Vec<Spec> {
     let mut specs = Vec::new();
     for g in Granularity::ALL {
         specs.push(Spec { kind: Kind::Delivery, granularity: g, dims: Vec::new(), metrics: METRICS });
@@ -822,8 +822,6 @@ impl MemoryEngine {
         Ok(())
     }
 
-    /// Which rollup serves `dims` plus the dimensions filtered on: the exact grouping set when it holds the
-    /// filtered dimensions, else the smallest one that holds them all (aggregated at query time).
     fn choose(
         &self,
         kind: Kind,
@@ -831,23 +829,35 @@ impl MemoryEngine {
         dims: &[usize],
         filtered: &[usize],
     ) -> Option<(usize, bool)> {
-        let mut need: Vec<usize> = dims.iter().chain(filtered).copied().collect();
-        need.sort_unstable();
-        need.dedup();
-        let mut exact: Vec<usize> = dims.to_vec();
-        exact.sort_unstable();
-        let candidates = self.specs.iter().enumerate().filter(|(_, s)| s.kind == kind && s.granularity == granularity);
-        if let Some((i, _)) = candidates.clone().find(|(_, s)| s.dims == exact && need == exact) {
-            return Some((i, false));
-        }
-        candidates
-            .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
-            .min_by_key(|(_, s)| s.dims.len())
-            .map(|(i, _)| (i, true))
+        choose(&self.specs, kind, granularity, dims, filtered)
     }
 }
 
-fn day_start(ms: i64) -> i64 {
+/// Which rollup serves `dims` plus the dimensions filtered on: the exact grouping set when it holds the
+/// filtered dimensions, else the smallest one that holds them all (aggregated at query time).
+pub(super) fn choose(
+    specs: &[Spec],
+    kind: Kind,
+    granularity: Granularity,
+    dims: &[usize],
+    filtered: &[usize],
+) -> Option<(usize, bool)> {
+    let mut need: Vec<usize> = dims.iter().chain(filtered).copied().collect();
+    need.sort_unstable();
+    need.dedup();
+    let mut exact: Vec<usize> = dims.to_vec();
+    exact.sort_unstable();
+    let candidates = specs.iter().enumerate().filter(|(_, s)| s.kind == kind && s.granularity == granularity);
+    if let Some((i, _)) = candidates.clone().find(|(_, s)| s.dims == exact && need == exact) {
+        return Some((i, false));
+    }
+    candidates
+        .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
+        .min_by_key(|(_, s)| s.dims.len())
+        .map(|(i, _)| (i, true))
+}
+
+pub(super) fn day_start(ms: i64) -> i64 {
     ms - ms.rem_euclid(86_400_000)
 }
 
@@ -1086,7 +1096,7 @@ impl TopK {
     }
 }
 
-fn kind_of(family: Family) -> Kind {
+pub(super) fn kind_of(family: Family) -> Kind {
     match family {
         Family::Delivery => Kind::Delivery,
         Family::TopKUrl => Kind::TopKUrl,
@@ -1099,7 +1109,7 @@ fn kind_of(family: Family) -> Kind {
     }
 }
 
-fn metric_index(family: Family, name: &str) -> usize {
+pub(super) fn metric_index(family: Family, name: &str) -> usize {
     match family {
         Family::Delivery => edge_api::stats::DELIVERY_METRICS.iter().position(|m| *m == name).unwrap_or(HITS),
         _ => 0,

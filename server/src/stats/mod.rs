@@ -1,8 +1,9 @@
 //! Statistics behind one interface, [`StatsEngine`]: ingestion of access logs and security events, rollups,
 //! retention and queries. The embedded engine ([`memory::MemoryEngine`]) keeps dictionary-encoded columnar
-//! rollups in memory, made durable by a write-ahead log and snapshots in the data dir; a ClickHouse engine can
-//! implement the same trait.
+//! rollups in memory, made durable by a write-ahead log and snapshots in the data dir; the ClickHouse engine
+//! ([`clickhouse::ClickHouseEngine`], chosen with `--stats-url`) keeps the same rollups in ClickHouse tables.
 
+pub mod clickhouse;
 pub mod demo;
 pub mod ingest;
 pub mod memory;
@@ -103,6 +104,9 @@ pub enum IngestError {
     /// The engine cannot hold more of this customer's data (a dictionary of distinct values is full).
     #[error("{0}")]
     Full(String),
+    /// The engine's database cannot be reached just now (nothing was stored); worth retrying.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -112,6 +116,9 @@ pub enum IngestError {
 pub enum QueryError {
     #[error("{0}")]
     Unsupported(String),
+    /// The engine's database cannot be reached just now; worth retrying.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
