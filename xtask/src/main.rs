@@ -186,6 +186,7 @@ fn screenshots() -> Result<ExitCode> {
     build_console(&tools)?;
     let all = root().join("target/screenshots");
     let tmp = BrowserTmp::new()?;
+    build_e2e_server()?;
     run(e2e_command(&tools, &tmp).env("EDGE_E2E_SCREENSHOTS", &all))?;
     let docs = root().join("docs/screenshots");
     std::fs::create_dir_all(&docs)?;
@@ -197,7 +198,13 @@ fn screenshots() -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The end-to-end tests against the built console.
+/// The server binary the end-to-end test through the load balancer starts its replicas with (see
+/// `e2e_command`).
+fn build_e2e_server() -> Result<()> {
+    run(cargo().args(["build", "--locked", "-p", "edge-server", "--bin", "edge-server"]))
+}
+
+/// The end-to-end tests against the built console (after `build_e2e_server`).
 fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
     let mut cmd = cargo();
     tools
@@ -205,6 +212,7 @@ fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
         .args(["test", "--locked", "-p", "edge-e2e", "--", "--test-threads", "1"])
         .env("TMPDIR", &tmp.0)
         .env("EDGE_E2E_DIST", root().join("dist"))
+        .env("EDGE_SERVER_BIN", root().join("target/debug/edge-server"))
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("CHROMIUM", &tools.chromium);
     cmd
@@ -482,9 +490,13 @@ fn test() -> Result<ExitCode> {
             summary: vec![format!("{e:#}")],
         }),
     }
-    let built = build_console(&tools);
+    let built = build_console(&tools).and_then(|_| build_e2e_server());
     if let Err(e) = &built {
-        steps.push(Step { name: "console build (trunk --release)", ok: false, summary: vec![format!("{e:#}")] });
+        steps.push(Step {
+            name: "console and server build (trunk --release, cargo build)",
+            ok: false,
+            summary: vec![format!("{e:#}")],
+        });
     } else {
         steps.push(test_step(
             "end-to-end tests (real server, real console, headless Chromium, axe-core, size budget)",

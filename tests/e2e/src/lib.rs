@@ -1,5 +1,6 @@
 //! The end-to-end harness: a real server on a free loopback port with a temporary data dir and the built
-//! console, and headless Chromium browsers driven through ChromeDriver.
+//! console (or, with [`Harness::start_cluster`], `edge-server` replicas on a throwaway PostgreSQL behind a load
+//! balancer), and headless Chromium browsers driven through ChromeDriver.
 
 use std::{
     net::{SocketAddr, TcpListener, TcpStream},
@@ -158,10 +159,53 @@ pub struct Harness {
     watched: Arc<Mutex<Watched>>,
     others: Vec<Client>,
     server: Option<Server>,
+    /// With [`Harness::start_cluster`]: PostgreSQL, the replicas and the balancer the browser goes through.
+    pub cluster: Option<edge_cluster::Cluster>,
     driver: Child,
     driver_port: u16,
     clock: ShiftedClock,
     dir: TempDir,
+}
+
+/// The `edge-server` binary for [`Harness::start_cluster`]: $EDGE_SERVER_BIN, or the debug build in the
+/// workspace's target/ (`cargo xtask test` builds it before the end-to-end tests).
+pub fn server_binary() -> Result<PathBuf> {
+    let binary = std::env::var_os("EDGE_SERVER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| edge_cluster::target_dir().join("debug/edge-server"));
+    if !binary.is_file() {
+        bail!("no edge-server binary at {} — run `cargo build -p edge-server` first", binary.display());
+    }
+    Ok(binary)
+}
+
+/// Starts ChromeDriver on a free port, its temporary files (and Chromium's) under `dir`, and a first browser.
+async fn start_driver(dir: &std::path::Path) -> Result<(Child, u16, Client)> {
+    let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    let port = free_port()?;
+    // Chromedriver and Chromium keep their temporary files (profiles, `org.chromium.Chromium.*`) in the
+    // test's directory, which goes with the harness: nothing is left in /tmp.
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp)?;
+    let mut driver = Command::new(&chromedriver)
+        .arg(format!("--port={port}"))
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {chromedriver}"))?;
+    let client = match wait_for_port(port, Duration::from_secs(15)) {
+        Ok(()) => connect(port).await,
+        Err(e) => Err(e),
+    };
+    match client {
+        Ok(client) => Ok((driver, port, client)),
+        Err(e) => {
+            let _ = driver.kill();
+            let _ = driver.wait();
+            Err(e)
+        }
+    }
 }
 
 /// One browser (its own profile and cookies) pointed at the server.
@@ -206,30 +250,56 @@ impl Harness {
         })
         .await?;
         let base = format!("http://{}", server.addr);
-
-        let chromedriver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        let port = free_port()?;
-        // Chromedriver and Chromium keep their temporary files (profiles, `org.chromium.Chromium.*`) in the
-        // test's directory, which goes with the harness: nothing is left in /tmp.
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir_all(&tmp)?;
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {chromedriver}"))?;
-        wait_for_port(port, Duration::from_secs(15))?;
-        let client = connect(port).await?;
+        let (driver, driver_port, client) = start_driver(dir.path()).await?;
         Ok(Harness {
             browser: Browser { client, base },
             watched,
             others: Vec::new(),
             server: Some(server),
+            cluster: None,
             driver,
-            driver_port: port,
+            driver_port,
             clock,
+            dir,
+        })
+    }
+
+    /// Starts a throwaway PostgreSQL cluster, `replicas` `edge-server` processes serving the console on it (the
+    /// binary of [`server_binary`], with the demo customer: users admin, operator, viewer with [`PASSWORD`]),
+    /// the load balancer in front of them, and a browser pointed at the balancer. The requests go through real
+    /// processes: [`Harness::seen`], [`Harness::slow`], [`Harness::api`] and [`Harness::advance`] do nothing here.
+    pub async fn start_cluster(replicas: usize) -> Result<Harness> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir()?;
+        // The postgres user (initdb runs as it when we are root) must reach the cluster's directory.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+        let spec = edge_cluster::ClusterSpec {
+            binary: server_binary()?,
+            dir: dir.path().join("cluster"),
+            postgres_dir: None,
+            replicas,
+            listen: None,
+            server_args: vec![
+                "--demo".into(),
+                "--demo-days".into(),
+                "1".into(),
+                "--static-dir".into(),
+                dist_dir()?.display().to_string(),
+            ],
+            env: vec![("EDGE_DEMO_PASSWORD".into(), PASSWORD.into())],
+        };
+        let cluster = tokio::task::spawn_blocking(move || edge_cluster::Cluster::start(&spec)).await??;
+        let base = cluster.url();
+        let (driver, driver_port, client) = start_driver(dir.path()).await?;
+        Ok(Harness {
+            browser: Browser { client, base },
+            watched: Arc::default(),
+            others: Vec::new(),
+            server: None,
+            cluster: Some(cluster),
+            driver,
+            driver_port,
+            clock: ShiftedClock::default(),
             dir,
         })
     }
