@@ -170,12 +170,13 @@ impl Balancer {
             }
         }
         let log = std::fs::File::create(dir.join("balancer.log"))?;
-        let child = cmd
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
             .with_context(|| format!("starting {}", program.display()))?;
+        crate::watch_child(&mut child, kind.name())?;
         let mut balancer = Balancer { child, kind, listen };
         if let Err(e) = wait_for_port(listen.port(), Duration::from_secs(20), kind.name()) {
             let log = std::fs::read_to_string(dir.join("balancer.log")).unwrap_or_default();

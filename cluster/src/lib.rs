@@ -1,8 +1,8 @@
 //! Local PostgreSQL clusters, load balancers and `edge-server` replicas, as real processes: Debian's
 //! PostgreSQL (initdb and pg_ctl, as the `postgres` user through runuser when we are root), HAProxy or nginx
 //! with a config of their own, and the server binary. Every one listens on a free loopback port and is stopped
-//! when its value is dropped; a PostgreSQL cluster also has a watchdog that stops it (and removes a throwaway
-//! one) when the process that started it ends, however it ends.
+//! when its value is dropped; each also has a watchdog that stops it when the process that started it ends,
+//! however it ends (a PostgreSQL cluster's also removes a throwaway one).
 //!
 //! Used by the tests (the store contract suite, the replicas test), `cargo xtask test` (one throwaway cluster
 //! for the PostgreSQL run of the router suites), `cargo xtask serve --cluster` and `cargo xtask load
@@ -61,6 +61,36 @@ fn output_of(cmd: &mut Command) -> Result<String> {
         );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A process of its own (out of our process group, so Ctrl-C does not end it first) that waits for this
+/// process or for `child` to end; when this process ends first (even by SIGKILL, which runs no destructor),
+/// it stops `child`: SIGTERM, then SIGKILL after 10 s. A child that ended first ends the watchdog.
+pub(crate) fn watch_child(child: &mut std::process::Child, what: &str) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    // A zombie (ended, not yet reaped by us) counts as ended.
+    let alive = |pid: u32| format!("{{ kill -0 {pid} && ! grep -q '^[0-9]* (.*) Z' /proc/{pid}/stat; }} 2>/dev/null");
+    let (owner, pid) = (std::process::id(), child.id());
+    let script = format!(
+        "while {owner_alive} && {child_alive}; do sleep 1; done; {owner_alive} && exit 0; \
+         kill -TERM {pid} 2>/dev/null; i=0; while {child_alive} && [ $i -lt 20 ]; do sleep 0.5; i=$((i+1)); done; \
+         {child_alive} && kill -KILL {pid} 2>/dev/null; exit 0",
+        owner_alive = alive(owner),
+        child_alive = alive(pid),
+    );
+    let started = Command::new("sh")
+        .args(["-c", &script])
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = started {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e).with_context(|| format!("starting the watchdog of {what}"));
+    }
+    Ok(())
 }
 
 /// Quotes `text` for sh.

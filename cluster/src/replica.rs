@@ -76,6 +76,7 @@ impl Replica {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().with_context(|| format!("starting {}", self.spec.binary.display()))?;
+        crate::watch_child(&mut child, &format!("replica {}", self.spec.name))?;
         let stdout = child.stdout.take().context("the replica's stdout")?;
         let output = self.output.clone();
         output.lock().unwrap_or_else(|e| e.into_inner()).clear();
