@@ -73,13 +73,14 @@ pub fn root() -> PathBuf {
 }
 
 /// A directory for the temporary files of the browsers a command starts (Chromium leaves profiles and
-/// `org.chromium.Chromium.*` directories in TMPDIR), under target/ and removed when dropped: a run leaves
-/// nothing in /tmp.
+/// `org.chromium.Chromium.*` directories in TMPDIR), removed when dropped: a run leaves nothing behind. It sits
+/// directly in the system's temp dir, not under target/: Chromium's singleton socket lives a few levels below
+/// it, and a Unix socket path may not exceed 107 bytes (a deep checkout made Chromium exit at start).
 struct BrowserTmp(PathBuf);
 
 impl BrowserTmp {
     fn new() -> Result<BrowserTmp> {
-        let dir = root().join("target/browser-tmp").join(std::process::id().to_string());
+        let dir = std::env::temp_dir().join(format!("edge-browser-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(BrowserTmp(dir))
     }
