@@ -22,13 +22,13 @@ use std::{
 };
 
 use anyhow::Context;
-use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query, TOPK_URL_PER_DAY};
+use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK_URL_PER_DAY};
 use serde::Deserialize;
 
 use super::{
     AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, StatsEngine, dim_id,
     ingest::{Column, SECURITY_DIMS},
-    memory::{self, EVENT_DAYS, Kind, METRICS, Spec},
+    memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -558,10 +558,6 @@ fn bind(mut q: clickhouse::query::Query, args: Vec<Arg>) -> clickhouse::query::Q
     q
 }
 
-fn is_int(dim: &str) -> bool {
-    INTEGER_DIMENSIONS.contains(&dim)
-}
-
 /// A filter as SQL over columns named after the dimensions, the embedded engine's rules: `customer` is a
 /// constant decided here; a value never stored matches nothing (`==`) or everything (`!=`).
 fn filter_sql(
@@ -765,13 +761,7 @@ impl ClickHouseEngine {
 
         let with_time = !whole_range;
         let step = granularity.millis();
-        let mut columns = Vec::new();
-        if with_time {
-            columns.push(("starttime".to_string(), false));
-            columns.push(("endtime".to_string(), false));
-        }
-        columns.extend(q.dimensions.iter().map(|d| (d.clone(), is_int(d))));
-        columns.extend(q.metrics.iter().map(|m| (m.clone(), true)));
+        let columns = memory::answer_columns(q, with_time);
         let customer_cell: Arc<str> = Arc::from(name);
         let rows = rows
             .into_iter()

@@ -1116,8 +1116,21 @@ pub(super) fn metric_index(family: Family, name: &str) -> usize {
     }
 }
 
-fn is_int(dim: &str) -> bool {
+pub(super) fn is_int(dim: &str) -> bool {
     INTEGER_DIMENSIONS.contains(&dim)
+}
+
+/// The columns of an answer, as both engines give them: the bucket's start and end unless the family has no
+/// time, then the query's dimensions (integers where the API says so), then its metrics.
+pub(super) fn answer_columns(q: &Query, with_time: bool) -> Vec<(String, bool)> {
+    let mut columns = Vec::new();
+    if with_time {
+        columns.push(("starttime".to_string(), false));
+        columns.push(("endtime".to_string(), false));
+    }
+    columns.extend(q.dimensions.iter().map(|d| (d.clone(), is_int(d))));
+    columns.extend(q.metrics.iter().map(|m| (m.clone(), true)));
+    columns
 }
 
 impl MemoryEngine {
@@ -1318,13 +1331,7 @@ impl MemoryEngine {
         // Columns and cells in the query's order.
         let with_time = !matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
         let step = granularity.millis();
-        let mut columns = Vec::new();
-        if with_time {
-            columns.push(("starttime".to_string(), false));
-            columns.push(("endtime".to_string(), false));
-        }
-        columns.extend(q.dimensions.iter().map(|d| (d.clone(), is_int(d))));
-        columns.extend(q.metrics.iter().map(|m| (m.clone(), true)));
+        let columns = answer_columns(q, with_time);
         let customer: Arc<str> = Arc::from(customer);
         let rows = out
             .into_iter()
