@@ -80,7 +80,11 @@ pub fn Layout() -> impl IntoView {
     });
     on_cleanup(move || before_unload.remove());
     let location = use_location();
-    let here = move || format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
+    // The router's search has no leading `?`.
+    let here = move || match location.search.get_untracked() {
+        search if search.is_empty() => location.pathname.get_untracked(),
+        search => format!("{}?{search}", location.pathname.get_untracked()),
+    };
 
     // A 401 from any call: the session is gone. Back to the login page, once, to come back here afterwards.
     {

@@ -2,7 +2,8 @@
 //! step says which failed): the account's time zone in the views, chart tooltips against the API's numbers,
 //! copy as curl, reads that are not repeated, drill-down from a top-K client IP to a network list, dialogs and
 //! focus, purge confirmation, bulk purge paced under 429s, safe property editing (rollback and a draft after a
-//! reload, the leave guard), polling a slow server with one request in flight, a cancelled superseded query,
+//! reload, the leave guard), polling a slow server with one request in flight and growing pauses up to a cap, a
+//! draft offered back after the session ends, the bulk purge's cap of 10,000 URIs, a cancelled superseded query,
 //! address state of list views, a 50,000-line file, own sessions, the session notice, dark mode and a phone's
 //! width.
 
@@ -26,6 +27,9 @@ async fn the_consoles_workflows_work_end_to_end() -> Result<()> {
     bulk_purge_under_the_rate_limit(&h).await.context("bulk purge")?;
     safe_property_editing(&h).await.context("property editing")?;
     polling_a_slow_server(&h).await.context("slow server")?;
+    polling_backs_off(&h).await.context("polling backs off")?;
+    draft_after_the_session_ends(&h).await.context("draft after the session ends")?;
+    bulk_purge_cap(&h).await.context("bulk purge cap")?;
     address_state(&h).await.context("address state")?;
     large_file_into_a_list(&h).await.context("large file")?;
     users_own_row(&h).await.context("own row")?;
@@ -456,17 +460,121 @@ async fn safe_property_editing(h: &Harness) -> Result<()> {
     Ok(())
 }
 
+/// A draft kept in the browser is offered back after the session ends, not only after a reload: the session
+/// is revoked while a change is unsaved; saving leads to the login form; after logging in again the draft is
+/// offered and restores the change, and once saved it is offered no more.
+async fn draft_after_the_session_ends(h: &Harness) -> Result<()> {
+    let shop = "/demo/properties?name=www-shop";
+    let ttl = "div[data-section='Cache rules'] tbody tr:nth-child(1) input[aria-label='TTL seconds']";
+    h.goto(shop).await?;
+    let saved = h.value(ttl).await?;
+    let edited = if saved == "444" { "445" } else { "444" };
+    h.fill(ttl, edited).await?;
+    h.wait_for("#unsaved").await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The session ends on the server (as when it is ended from another browser).
+    let session = h.client.get_named_cookie("authtoken").await?.value().to_string();
+    let (status, body) = h.api("admin", "DELETE", &format!("/demo/v1/sessions/{session}"), None).await?;
+    ensure!(status == 204, "the browser's session is ended: {status} {body}");
+    h.click("#save-config").await?;
+    h.click("#confirm-save").await?;
+    h.wait_for_path("/login").await?;
+    h.wait_until(".notice.info", |t| t.contains("Your session has ended")).await?;
+    h.fill("input[name=password]", PASSWORD).await?;
+    h.click("button[type=submit]").await?;
+    h.wait_for_path(shop).await?;
+    h.wait_for("#draft-offer").await?;
+    ensure!(h.value(ttl).await? == saved, "the saved version shows until the draft is restored");
+    h.click_text("#draft-offer button", "Restore my changes").await?;
+    h.wait_for("#unsaved").await?;
+    ensure!(h.value(ttl).await? == edited, "the draft is back");
+    h.click("#save-config").await?;
+    h.click("#confirm-save").await?;
+    h.wait_until("#save-notice", |t| t.starts_with("Saved as version")).await?;
+    h.wait_gone("#unsaved").await?;
+    h.client.refresh().await?;
+    h.wait_for("#history table").await?;
+    ensure!(h.value(ttl).await? == edited, "the draft was saved");
+    ensure!(h.count("#draft-offer").await? == 0, "a saved draft is not offered again");
+    let kept: Value =
+        h.client.execute("return localStorage.getItem('edge-console.draft.demo.www-shop');", vec![]).await?;
+    ensure!(kept.is_null(), "nothing is left in the browser: {kept}");
+    Ok(())
+}
+
+/// More than 10,000 URIs (a file of 10,001) are refused with a message, and nothing is sent; exactly 10,000
+/// (pasted) are taken as 20 requests of 500, sent two a second at most.
+async fn bulk_purge_cap(h: &Harness) -> Result<()> {
+    let uris = |n: usize| (0..n).map(|i| format!("www.shop.example/cap/{i}.html")).collect::<Vec<_>>().join("\n");
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("too-many.txt");
+    std::fs::write(&file, uris(10_001))?;
+    h.goto("/demo/purge").await?;
+    h.seen(true);
+    h.wait_for("input[name=uri-file]").await?.send_keys(&file.to_string_lossy()).await?;
+    h.wait_for("#purge-file").await?;
+    let report = h.wait_until("#purge-report", |t| t.contains("10001 line(s)")).await?;
+    ensure!(report.contains("At most 10000 URIs at once: split the list."), "the cap is named: {report}");
+    let submit = h.wait_for("#purge-form button[type=submit]").await?;
+    ensure!(submit.prop("disabled").await?.as_deref() == Some("true"), "no purge of 10,001");
+    // Submitting anyway (as Enter in a field would) asks nothing and sends nothing.
+    h.client.execute("document.querySelector('#purge-form').requestSubmit();", vec![]).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    ensure!(h.count("dialog[open]").await? == 0, "no confirmation for 10,001");
+    let sent: Vec<Seen> = h.seen(true).into_iter().filter(|s| s.method == "POST").collect();
+    ensure!(sent.is_empty(), "nothing is sent: {sent:?}");
+    // Exactly 10,000, pasted.
+    h.click_text("#purge-file button", "Type or paste instead").await?;
+    h.wait_for("textarea[name=uris]").await?;
+    let began = std::time::Instant::now();
+    h.client
+        .execute(
+            "const t = document.querySelector('textarea[name=uris]'); t.value = arguments[0]; \
+             t.dispatchEvent(new Event('input', { bubbles: true }));",
+            vec![json!(uris(10_000))],
+        )
+        .await?;
+    h.wait_until("#purge-report", |t| t.contains("10000 line(s), 0 with problems")).await?;
+    ensure!(!h.wait_until("#purge-report", |_| true).await?.contains("At most"), "10,000 is within the cap");
+    h.click("#purge-form button[type=submit]").await?;
+    h.wait_until("dialog[open]", |t| t.contains("10000 URI(s) on 1 host(s), sent as 20 request(s) two a second"))
+        .await?;
+    h.click("dialog[open] button.danger").await?;
+    h.wait_until("#running-purges h3", |t| t.contains("10000 URI(s) in 20 request(s)")).await?;
+    ensure!(h.count("#running-purges li.transaction").await? == 20, "twenty requests, each shown");
+    // All twenty are taken (each answered with its transaction), paced.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while h
+        .count(
+            "#running-purges li.transaction[data-status=WAITING], #running-purges li.transaction[data-status=RETRYING]",
+        )
+        .await?
+        > 0
+    {
+        if std::time::Instant::now() > deadline {
+            bail!("every request is sent");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let posts: Vec<Seen> = h
+        .seen(true)
+        .into_iter()
+        .filter(|s| s.cookie && s.method == "POST" && s.path.ends_with("/cache/purge"))
+        .collect();
+    ensure!(posts.iter().filter(|s| s.status.is_some_and(|c| c < 400)).count() == 20, "twenty taken: {posts:?}");
+    for pair in posts.windows(2) {
+        let gap = pair[1].start.duration_since(pair[0].start);
+        ensure!(gap >= Duration::from_millis(450), "at most two a second: {gap:?} between {pair:?}");
+    }
+    eprintln!("bulk purge of 10,000 URIs: all 20 requests sent {:.1} s after pasting", began.elapsed().as_secs_f64());
+    Ok(())
+}
+
 /// A slow server: following a deployment keeps one request in flight and asks less often; a superseded
 /// statistics query is cancelled.
 async fn polling_a_slow_server(h: &Harness) -> Result<()> {
-    h.goto("/demo/lists?list=ip_demo_partners").await?;
-    h.wait_for("textarea[name=entries]").await?;
     h.slow("GET", "/v1/tasks/", Duration::from_millis(2500));
-    h.seen(true);
-    h.fill("textarea[name=entries]", "100.64.40.0/24").await?;
-    h.click_text("#add-entries button", "Check").await?;
-    h.click("#add-entries .report button.primary").await?;
-    h.wait_for("#add-entries .task-progress").await?;
+    deploy_to_partners(h, "100.64.40.0/24").await?;
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while h.count("#add-entries .task-progress[data-status=COMPLETED]").await? == 0 {
         if std::time::Instant::now() > deadline {
@@ -500,6 +608,65 @@ async fn polling_a_slow_server(h: &Harness) -> Result<()> {
     let dropped =
         seen.iter().filter(|s| s.path.contains("/stats/data") && s.status.is_none() && s.end.is_some()).count();
     ensure!(dropped >= 1, "a superseded query was cancelled: {seen:?}");
+    Ok(())
+}
+
+/// Adds `entry` to the partners' list and returns the id of the deployment task the view then follows (the
+/// requests seen so far are forgotten first).
+async fn deploy_to_partners(h: &Harness, entry: &str) -> Result<String> {
+    h.goto("/demo/lists?list=ip_demo_partners").await?;
+    h.wait_for("textarea[name=entries]").await?;
+    h.seen(true);
+    h.fill("textarea[name=entries]", entry).await?;
+    h.click_text("#add-entries button", "Check").await?;
+    h.click("#add-entries .report button.primary").await?;
+    h.wait_for("#add-entries .task-progress").await?.attr("data-task").await?.context("the task's id")
+}
+
+/// How long the server's clock is held back so that a deployment stays queued while its polling is watched.
+const HOLD_MS: i64 = 120_000;
+
+/// While the server is slow, the pause between two progress polls of a task grows (half as long again each
+/// time, from 0.7 s) up to its cap of 5 s; once the task is done, polling stops.
+async fn polling_backs_off(h: &Harness) -> Result<()> {
+    h.slow("GET", "/v1/tasks/", Duration::from_millis(1000));
+    let task = deploy_to_partners(h, "100.64.41.0/24").await?;
+    // The server's clock goes back: the task is queued (not done) until it comes forward again.
+    h.advance(-HOLD_MS);
+    let polls_of = |seen: Vec<Seen>| -> Vec<Seen> {
+        seen.into_iter()
+            .filter(|s| s.cookie && s.method == "GET" && s.path.ends_with(&format!("/tasks/{task}")))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let polls = loop {
+        let polls = polls_of(h.seen(false));
+        if polls.len() >= 7 && polls.iter().all(|p| p.end.is_some()) {
+            break polls;
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("seven polls of the task: {polls:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // The pause from one poll's answer to the next poll.
+    let pauses: Vec<f64> =
+        polls.windows(2).map(|w| w[1].start.duration_since(w[0].end.unwrap_or(w[0].start)).as_secs_f64()).collect();
+    h.advance(HOLD_MS);
+    h.fast();
+    eprintln!("pauses between polls: {pauses:.2?}");
+    let expected = [1.05, 1.575, 2.3625, 3.544, 5.0, 5.0];
+    for (i, (pause, want)) in pauses.iter().zip(expected).enumerate() {
+        ensure!(*pause >= want - 0.1 && *pause <= want + 0.8, "pause {i} is {pause:.2} s, not {want} s: {pauses:?}");
+    }
+    ensure!(pauses.windows(2).take(4).all(|w| w[1] > w[0] * 1.3), "the pauses grow: {pauses:?}");
+    // Done: the view says so and asks no more.
+    h.wait_for("#add-entries .task-progress[data-status=COMPLETED]").await?;
+    let done = polls_of(h.seen(false)).len();
+    tokio::time::sleep(Duration::from_millis(6_500)).await;
+    let after = polls_of(h.seen(true));
+    ensure!(after.len() == done, "no poll after the task is done: {} then {}", done, after.len());
+    ensure!(most_at_once(&after, |_| true) == 1, "one poll in flight at a time: {after:?}");
     Ok(())
 }
 
