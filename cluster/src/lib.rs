@@ -1,14 +1,15 @@
-//! Local PostgreSQL clusters, load balancers and `edge-server` replicas, as real processes: Debian's
-//! PostgreSQL (initdb and pg_ctl, as the `postgres` user through runuser when we are root), HAProxy or nginx
-//! with a config of their own, and the server binary. Every one listens on a free loopback port and is stopped
-//! when its value is dropped; each also has a watchdog that stops it when the process that started it ends,
-//! however it ends (a PostgreSQL cluster's also removes a throwaway one).
+//! Local PostgreSQL clusters, load balancers, `edge-server` replicas and throwaway ClickHouse servers, as real
+//! processes: Debian's PostgreSQL (initdb and pg_ctl, as the `postgres` user through runuser when we are root),
+//! HAProxy or nginx with a config of their own, the server binary, and Debian's clickhouse-server. Every one
+//! listens on a free loopback port and is stopped when its value is dropped; each also has a watchdog that stops
+//! it when the process that started it ends, however it ends (a PostgreSQL cluster's also removes a throwaway
+//! one; ClickHouse is killed by the kernel when the thread that started it ends).
 //!
-//! Used by the tests (the store contract suite, the replicas test), `cargo xtask test` (one throwaway cluster
-//! for the PostgreSQL run of the router suites), `cargo xtask serve --cluster` and `cargo xtask load
-//! --cluster`.
-
+//! Used by the tests (the store contract suite, the replicas test, the ClickHouse statistics tests), `cargo
+//! xtask test` (one throwaway cluster for the PostgreSQL run of the router suites), `cargo xtask serve
+//! --cluster`, `cargo xtask load --cluster` and `cargo xtask bench stats --engine clickhouse`.
 mod balancer;
+mod clickhouse;
 mod postgres;
 mod replica;
 
@@ -22,6 +23,7 @@ use std::{
 use anyhow::{Context, Result, bail};
 
 pub use balancer::{Balancer, BalancerKind, haproxy_config, nginx_config};
+pub use clickhouse::ClickHouse;
 pub use postgres::{Postgres, Tuning, bin_dir as postgres_bin_dir};
 pub use replica::{Replica, ReplicaSpec};
 

@@ -2,9 +2,8 @@
 //! into both (through the real router), then generated queries of every family — grouping sets in any order,
 //! metrics, filters (==, !=, AND, OR, escaped values, the customer), sortby, start/limit, granularities and
 //! time ranges — must give byte-identical answers (status, body, X-Total-Results). Against a real ClickHouse
-//! (see `chserver`). Also: connection failures answer 503 and recover; tenants stay apart.
+//! (see `edge_cluster::ClickHouse`). Also: connection failures answer 503 and recover; tenants stay apart.
 
-mod chserver;
 mod common;
 
 use axum::http::{Method, StatusCode};
@@ -193,7 +192,7 @@ fn targets() -> Vec<(String, Family, Option<String>, Vec<String>)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clickhouse_answers_every_family_byte_for_byte_like_the_embedded_engine() {
     let started = std::time::Instant::now();
-    let server = chserver::ClickHouseServer::start();
+    let server = clickhouse_server();
     let url = server.url("edge_differential");
     let embedded = TestApp::new().await;
     let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
@@ -260,7 +259,7 @@ async fn clickhouse_answers_every_family_byte_for_byte_like_the_embedded_engine(
 /// back, the same server answers again without a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_clickhouse_answers_503_and_recovers_by_itself() {
-    let mut server = chserver::ClickHouseServer::start();
+    let mut server = clickhouse_server();
     let url = server.url("edge_recovery");
     let app = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
     let mut rng = StdRng::seed_from_u64(5);
@@ -278,9 +277,14 @@ async fn a_lost_clickhouse_answers_503_and_recovers_by_itself() {
     let reply = ingest(&app, "acme", "alice", "accesslogs", &lines).await;
     assert_error(&reply, StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
 
-    server.restart();
+    server.restart().expect("clickhouse-server ready after a restart");
     let after = app.send(req(Method::GET, uri).basic("alice", PASSWORD).done()).await;
     assert_eq!((after.status, &after.body), (StatusCode::OK, &before.body));
+}
+
+/// A throwaway ClickHouse server for one test.
+fn clickhouse_server() -> edge_cluster::ClickHouse {
+    edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server")
 }
 
 async fn compare(embedded: &TestApp, clickhouse: &TestApp, path_and_query: &str, compared: &mut u32, ok: &mut u32) {
@@ -303,7 +307,7 @@ async fn compare(embedded: &TestApp, clickhouse: &TestApp, path_and_query: &str,
 /// rollups are gone, and the daily answers are still the embedded engine's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
-    let server = chserver::ClickHouseServer::start();
+    let server = clickhouse_server();
     let url = server.url("edge_retention");
     let embedded = TestApp::new().await;
     let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;

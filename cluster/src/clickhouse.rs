@@ -1,29 +1,33 @@
-//! A throwaway ClickHouse server for tests: Debian's `clickhouse-server` (or `$CLICKHOUSE_SERVER`) started as a
-//! child process with its own configuration and data in a temp dir, on free loopback ports (HTTP, native and
+//! A throwaway ClickHouse server: Debian's `clickhouse-server` (or `$CLICKHOUSE_SERVER`) started as a child
+//! process with its own configuration and data in a temp dir, on free loopback ports (HTTP, native and
 //! interserver), stopped when dropped. The child is also killed by the kernel if the thread that started it
-//! ends (`PR_SET_PDEATHSIG`), so it never outlives a test, even one that is killed.
-
-#![allow(dead_code)]
+//! ends (`PR_SET_PDEATHSIG`), so it never outlives a test or a benchmark, even one that is killed.
+//!
+//! Used by the ClickHouse statistics tests and `cargo xtask bench stats --engine clickhouse`.
 
 use std::{
-    net::TcpListener,
+    io::{Read, Write},
+    net::{SocketAddr, TcpStream},
     os::unix::process::CommandExt,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
 
+use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 
-pub struct ClickHouseServer {
+use crate::free_port;
+
+pub struct ClickHouse {
     child: Child,
     pub http_port: u16,
     dir: TempDir,
 }
 
 /// Starts clickhouse-server on the configuration in `dir`; it is killed if the calling thread ends.
-fn spawn(dir: &std::path::Path) -> std::io::Result<Child> {
-    let mut command = Command::new(binary());
+fn spawn(dir: &Path) -> Result<Child> {
+    let mut command = Command::new(binary()?);
     command
         .arg(format!("--config-file={}/config.xml", dir.display()))
         .current_dir(dir)
@@ -39,41 +43,51 @@ fn spawn(dir: &std::path::Path) -> std::io::Result<Child> {
             Ok(())
         });
     }
-    command.spawn()
+    command.spawn().context("starting clickhouse-server")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
-fn binary() -> PathBuf {
+fn binary() -> Result<PathBuf> {
     let path = std::env::var_os("CLICKHOUSE_SERVER")
         .map_or_else(|| PathBuf::from("/usr/sbin/clickhouse-server"), PathBuf::from);
-    assert!(
-        path.is_file(),
-        "{} is missing: `cargo xtask test` installs Debian's clickhouse-server (or apt-get install clickhouse-server)",
-        path.display()
-    );
-    path
+    if !path.is_file() {
+        bail!(
+            "{} is missing: `cargo xtask test` installs Debian's clickhouse-server (or apt-get install clickhouse-server)",
+            path.display()
+        );
+    }
+    Ok(path)
 }
 
-impl ClickHouseServer {
+/// Whether ClickHouse answers `GET /ping` on `port` of the loopback address.
+fn ping(port: u16) -> bool {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
+        return false;
+    }
+    let mut reply = String::new();
+    let _ = stream.read_to_string(&mut reply);
+    reply.starts_with("HTTP/1.") && reply.split_whitespace().nth(1) == Some("200")
+}
+
+impl ClickHouse {
     /// Starts a server and waits until it answers; tries new ports if one was taken meanwhile.
-    pub fn start() -> ClickHouseServer {
-        let mut last = String::new();
+    pub fn start() -> Result<ClickHouse> {
+        let mut last = None;
         for _ in 0..3 {
             match Self::try_start() {
-                Ok(s) => return s,
-                Err(e) => last = e,
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
             }
         }
-        panic!("ClickHouse did not start: {last}");
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt")).context("ClickHouse did not start"))
     }
 
-    fn try_start() -> Result<ClickHouseServer, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    fn try_start() -> Result<ClickHouse> {
+        let dir = tempfile::Builder::new().prefix("edge-clickhouse-").tempdir()?;
         let d = dir.path().display().to_string();
-        let (http, tcp, interserver) = (free_port(), free_port(), free_port());
+        let (http, tcp, interserver) = (free_port()?, free_port()?, free_port()?);
         let config = format!(
             r#"<?xml version="1.0"?>
 <yandex>
@@ -103,30 +117,27 @@ impl ClickHouseServer {
   <quotas><default></default></quotas>
 </yandex>
 "#;
-        std::fs::write(dir.path().join("config.xml"), config).map_err(|e| e.to_string())?;
-        std::fs::write(dir.path().join("users.xml"), users).map_err(|e| e.to_string())?;
-        let child = spawn(dir.path()).map_err(|e| e.to_string())?;
-        let mut server = ClickHouseServer { child, http_port: http, dir };
+        std::fs::write(dir.path().join("config.xml"), config)?;
+        std::fs::write(dir.path().join("users.xml"), users)?;
+        let child = spawn(dir.path())?;
+        let mut server = ClickHouse { child, http_port: http, dir };
         server.wait_ready()?;
         Ok(server)
     }
 
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let http = self.http_port;
-        let server = self;
+    fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                let log = std::fs::read_to_string(server.dir.path().join("error.log")).unwrap_or_default();
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default();
                 let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join("\n");
-                return Err(format!("clickhouse-server exited ({status}): {tail}"));
+                bail!("clickhouse-server exited ({status}): {tail}");
             }
-            let ping = ureq::get(&format!("http://127.0.0.1:{http}/ping")).timeout(Duration::from_secs(2)).call();
-            if ping.is_ok() {
+            if ping(self.http_port) {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err("no answer on /ping within 60 s".into());
+                bail!("clickhouse-server did not answer on /ping within 60 s");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -137,22 +148,27 @@ impl ClickHouseServer {
         format!("clickhouse://default@127.0.0.1:{}/{database}", self.http_port)
     }
 
-    /// Stops the server at once (its data is thrown away, or kept for [`ClickHouseServer::restart`]) and waits
-    /// for it.
+    /// The server's process id (to read its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Stops the server at once (its data is thrown away, or kept for [`ClickHouse::restart`]) and waits for
+    /// it.
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Starts the stopped server again on the same ports and data.
-    pub fn restart(&mut self) {
+    pub fn restart(&mut self) -> Result<()> {
         self.stop();
-        self.child = spawn(self.dir.path()).expect("restarting clickhouse-server");
-        self.wait_ready().expect("clickhouse-server ready after a restart");
+        self.child = spawn(self.dir.path())?;
+        self.wait_ready()
     }
 }
 
-impl Drop for ClickHouseServer {
+impl Drop for ClickHouse {
     fn drop(&mut self) {
         self.stop();
     }
