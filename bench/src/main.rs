@@ -3,6 +3,7 @@
 //! (configuration updates and diffs as nodes grow) and `edge-bench fuzz-api` (schemathesis against the
 //! OpenAPI document). `cargo xtask bench|load|fuzz-api` builds and runs them.
 
+mod clickhouse;
 mod config;
 mod fuzz;
 mod ingest;

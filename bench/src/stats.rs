@@ -7,6 +7,7 @@
 //! 20 rollup rows a record, so the default of 2 million records of each shape takes some 5 GB.
 //!
 //! Usage: edge-bench stats --work DIR --server PATH/edge-server --python PATH/python3 [--ingest N]
+//!        [--engine clickhouse] (the same measurements on ClickHouse beside the embedded engine: see [`crate::clickhouse`])
 
 use std::{
     fmt::Write as _,
@@ -35,10 +36,10 @@ use edge_server::{
     stats::{SecurityRecord, StatsEngine, ingest::SECURITY_DIMS, memory::MemoryEngine},
 };
 
-const PASSWORD: &str = "benchmark-password";
-const DAY: i64 = 86_400_000;
+pub(crate) const PASSWORD: &str = "benchmark-password";
+pub(crate) const DAY: i64 = 86_400_000;
 const RUNS: usize = 15;
-const WARMUP: usize = 3;
+pub(crate) const WARMUP: usize = 3;
 
 const STATUS: [u16; 12] = [200, 201, 204, 301, 302, 304, 400, 403, 404, 500, 502, 503];
 
@@ -140,7 +141,7 @@ fn sets(end: i64) -> Vec<Set> {
     ]
 }
 
-fn csv_time(ms: i64) -> String {
+pub(crate) fn csv_time(ms: i64) -> String {
     format_time(ms).replace('T', " ")
 }
 
@@ -200,7 +201,7 @@ fn generate(engine: &MemoryEngine, customer: i64, end: i64, csv_dir: &Path) -> R
     Ok(total)
 }
 
-const EVENT_COLUMNS: [&str; 7] =
+pub(crate) const EVENT_COLUMNS: [&str; 7] =
     ["client_ip", "client_country_code", "event_action", "rule_id", "event_severity", "domain", "request_path"];
 
 fn generate_events(engine: &MemoryEngine, customer: i64, end: i64, n: u64, csv_dir: &Path) -> Result<()> {
@@ -252,13 +253,13 @@ pub fn compress(encoding: &str, body: &[u8]) -> Result<Vec<u8>> {
     })
 }
 
-struct Query {
-    name: &'static str,
-    ours: String,
-    duck: Vec<String>,
+pub(crate) struct Query {
+    pub name: &'static str,
+    pub ours: String,
+    pub duck: Vec<String>,
 }
 
-fn queries(end: i64) -> Vec<Query> {
+pub(crate) fn queries(end: i64) -> Vec<Query> {
     let t = |ms: i64| format_time(ms);
     let d = |ms: i64| csv_time(ms);
     // "A week" of 5-minute data starts half an hour later than the dataset: the server refuses a span
@@ -392,7 +393,7 @@ print(json.dumps(out))
 "#;
 
 /// DuckDB's column types for the access-log NDJSON (every field the engine reads, absent ones NULL).
-fn duckdb_columns() -> String {
+pub(crate) fn duckdb_columns() -> String {
     let mut cols = vec!["'timestamp': 'TIMESTAMP'".to_string()];
     for d in edge_api::stats::DELIVERY_DIMENSIONS.iter().chain(["request_url"].iter()) {
         let t = if edge_api::stats::INTEGER_DIMENSIONS.contains(d) { "INTEGER" } else { "VARCHAR" };
@@ -405,7 +406,7 @@ fn duckdb_columns() -> String {
 /// One `CREATE TABLE … AS SELECT … GROUP BY` per rollup the engine builds from access logs: every delivery
 /// grouping set at each granularity (and each granularity alone), the top-K URL sets by day, and the request
 /// trends (every request as ALLOW, the country code as the client's).
-fn duckdb_rollups() -> Vec<String> {
+pub(crate) fn duckdb_rollups() -> Vec<String> {
     let mut out = Vec::new();
     let bucket = |g: Granularity| match g {
         Granularity::FiveMinute => "time_bucket(INTERVAL 5 MINUTE, timestamp)",
@@ -503,7 +504,7 @@ struct Ingested {
     load: f64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -516,6 +517,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn run(args: &Args) -> Result<()> {
+    match args.value("--engine").as_deref() {
+        None | Some("embedded") => {}
+        Some("clickhouse") => return crate::clickhouse::run(args),
+        Some(other) => anyhow::bail!("--engine is clickhouse (or embedded, the default), not {other}"),
+    }
     let work = args.path("--work")?;
     let server = args.path("--server")?;
     let python = args.path("--python")?;

@@ -29,6 +29,10 @@ const USAGE: &str = "usage:
                                      and of the whole; fails over the budget (350 KB and 600 KB brotli)
   cargo xtask bench stats [--ingest N]
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
+  cargo xtask bench stats --engine clickhouse [--ingest N]
+                                     the embedded engine, ClickHouse (a throwaway Debian clickhouse-server) and
+                                     DuckDB side by side on the same records (default 1,000,000): ingestion
+                                     through HTTP, query latencies (p50, p99) and bytes on disk per row
   cargo xtask bench config [--runs N]
                                      configuration updates and diffs from 625 to 5,000 nodes (time per node)
   cargo xtask load [--seconds N] [--connections N] [--cluster]
@@ -327,9 +331,12 @@ fn python_venv(name: &str, package: &str, module: &str) -> Result<PathBuf> {
 }
 
 /// The statistics benchmark: builds the server and the bench in release, installs DuckDB (PyPI) in a virtual
-/// environment under target/tools, and runs it.
+/// environment under target/tools (and Debian's clickhouse-server for `--engine clickhouse`), and runs it.
 fn bench_stats(extra: &[String]) -> Result<ExitCode> {
     let bin = python_venv("bench-venv", "duckdb", "duckdb")?;
+    if extra.windows(2).any(|w| w[0] == "--engine" && w[1] == "clickhouse") {
+        tools::ensure_cluster_tools()?;
+    }
     run(cargo().args(["build", "--release", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
     run(Command::new(root().join("target/release/edge-bench"))
         .args(["stats", "--work"])

@@ -1,0 +1,420 @@
+//! `edge-bench stats --engine clickhouse`: the statistics benchmark's ingestion and queries on the embedded
+//! engine, on ClickHouse and in DuckDB, side by side. The data are the benchmark's realistic access logs and
+//! security events (see [`logs`]); each engine gets them the way it is used:
+//!
+//! - embedded and ClickHouse: an `edge-server` of its own (the second started with `--stats-url` on a
+//!   throwaway clickhouse-server, see [`edge_cluster::ClickHouse`]), the same requests of 10,000 records over
+//!   two connections with a session, then the benchmark's queries through HTTP;
+//! - DuckDB (in Python, in-process): `read_ndjson` into a table and the same rollups, then the benchmark's
+//!   DuckDB queries over rollup tables built from those records.
+//!
+//! It prints ingestion rates (with the CPU each process used), query latencies (p50 and p99) and bytes on disk
+//! per stored row: the embedded engine's files (after a checkpoint), ClickHouse's `system.parts` of the
+//! database (after `OPTIMIZE … FINAL`, so the rollups are merged as the embedded engine's are), DuckDB's
+//! database file.
+
+use std::{
+    fmt::Write as _,
+    path::{Path, PathBuf},
+    process::Command,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use edge_server::{
+    AppState, Settings, admin,
+    clock::SystemClock,
+    stats::{StatsEngine, memory::MemoryEngine},
+};
+
+use crate::{
+    Args, ingest,
+    logs::{self, Shape},
+    server::{self, Server, load_average},
+    stats::{self, DAY, EVENT_COLUMNS, PASSWORD, Query, WARMUP, percentile},
+};
+
+/// Timed runs of each query (after [`WARMUP`] untimed ones): enough for a p99.
+const RUNS: usize = 100;
+/// Connections the ingestion posts over by default (`--connections N`), as in the embedded benchmark.
+const CONNECTIONS: usize = 2;
+const CUSTOMER: &str = "bench";
+
+/// What every engine gets: the two NDJSON files and the queries.
+struct Input {
+    connections: usize,
+    access: PathBuf,
+    security: PathBuf,
+    queries: Vec<Query>,
+}
+
+/// What one engine behind an `edge-server` measured.
+struct Measured {
+    name: &'static str,
+    access: ingest::Posted,
+    security: ingest::Posted,
+    /// CPU seconds of edge-server and of clickhouse-server during the access-log and security ingestion.
+    access_cpu: (f64, f64),
+    security_cpu: (f64, f64),
+    /// Per query: p50, p99 (ms), rows of the answer, total_results, the answer of the last run.
+    queries: Vec<(f64, f64, usize, u64, String)>,
+    bytes: u64,
+    rows: u64,
+    load: f64,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let work = args.path("--work")?.join("clickhouse");
+    let server_bin = args.path("--server")?;
+    let python = args.path("--python")?;
+    let n: u64 = args.number("--ingest")?.unwrap_or(1_000_000);
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64;
+    let end = now - now.rem_euclid(300_000);
+    let input = Input {
+        connections: args.number("--connections")?.unwrap_or(CONNECTIONS),
+        access: work.join("access.ndjson"),
+        security: work.join("security.ndjson"),
+        queries: stats::queries(end),
+    };
+    // The records fill the last hour before midnight, so that the daily top URLs (of whole days) see them too.
+    let midnight = end - end.rem_euclid(DAY);
+    logs::write_access(&input.access, n, midnight, Shape::Realistic)?;
+    logs::write_security(&input.security, n / 5, midnight, Shape::Realistic)?;
+    println!(
+        "data: {n} realistic access-log records and {} security events, over the hour before {}",
+        n / 5,
+        edge_api::stats::format_time(midnight)
+    );
+
+    let clickhouse = edge_cluster::ClickHouse::start()?;
+    let version = clickhouse_sql(&clickhouse, "SELECT version()")?;
+    println!("ClickHouse {} (pid {}) on 127.0.0.1:{}", version.trim(), clickhouse.pid(), clickhouse.http_port);
+    let embedded = measure("embedded", &server_bin, &work.join("embedded"), &[], &input, None)?;
+    let url = clickhouse.url("edge_bench");
+    let on_clickhouse = measure(
+        "ClickHouse",
+        &server_bin,
+        &work.join("clickhouse"),
+        &["--stats-url", &url],
+        &input,
+        Some(&clickhouse),
+    )?;
+    drop(clickhouse);
+    for (i, q) in input.queries.iter().enumerate() {
+        let (e, c) = (&embedded.queries[i].4, &on_clickhouse.queries[i].4);
+        if e != c {
+            let (pe, pc) =
+                (work.join(format!("answer-{i}-embedded.json")), work.join(format!("answer-{i}-clickhouse.json")));
+            std::fs::write(&pe, e)?;
+            std::fs::write(&pc, c)?;
+            eprintln!("{}: the engines answered differently: {} and {}", q.name, pe.display(), pc.display());
+        }
+    }
+    let duck = duckdb(&python, &work, &input)?;
+    report(n, &input, &[&embedded, &on_clickhouse], &duck);
+    Ok(())
+}
+
+/// Starts an `edge-server` on `data` with `flags`, ingests both files for the customer, runs the queries, stops
+/// it and measures what it keeps on disk.
+fn measure(
+    name: &'static str,
+    server_bin: &Path,
+    data: &Path,
+    flags: &[&str],
+    input: &Input,
+    clickhouse: Option<&edge_cluster::ClickHouse>,
+) -> Result<Measured> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let state = AppState::open(Settings::new(data, data.join("none"))).await?;
+        admin::add_customer(&state, CUSTOMER, "admin", PASSWORD).await?;
+        anyhow::Ok(())
+    })?;
+    let mut all_flags = vec!["--max-body-bytes", "33554432"];
+    all_flags.extend(flags);
+    let running = Server::start(server_bin, data, &all_flags, &[])?;
+    let cookie = running.login(CUSTOMER, "admin", PASSWORD)?;
+    let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
+    let url = |kind: &str| format!("{}/{CUSTOMER}/v1/ingest/{kind}", running.base);
+    let load = load_average();
+
+    let mut posted = Vec::new();
+    for (kind, file) in [("accesslogs", &input.access), ("securityevents", &input.security)] {
+        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(file)?));
+        let records: u64 = bodies.iter().map(|b| b.split(|c| *c == b'\n').count() as u64).sum();
+        let before = cpu();
+        let done = ingest::post_all(&url(kind), &cookie, &bodies, input.connections, None)?;
+        let after = cpu();
+        anyhow::ensure!(done.accepted == records, "{name}: {kind}: accepted {} of {records}", done.accepted);
+        posted.push((done, (after.0 - before.0, after.1 - before.1)));
+    }
+    eprintln!("{name}: ingested");
+
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(600)).build();
+    let mut queries = Vec::new();
+    for q in &input.queries {
+        let url = format!("{}/{CUSTOMER}/v1{}", running.base, q.ours);
+        let mut times = Vec::new();
+        let mut body = String::new();
+        for i in 0..WARMUP + RUNS {
+            let t = Instant::now();
+            body = agent.get(&url).set("Cookie", &cookie).call().with_context(|| q.name)?.into_string()?;
+            if i >= WARMUP {
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let v: serde_json::Value = serde_json::from_str(&body)?;
+        let rows = v["rows"].as_array().map_or(0, Vec::len);
+        anyhow::ensure!(rows > 0, "{name}: {}: no rows: {}", q.name, &body[..body.len().min(300)]);
+        let total = v["total_results"].as_u64().unwrap_or(0);
+        queries.push((percentile(&times, 0.5), percentile(&times, 0.99), rows, total, body));
+    }
+    let load = (load + load_average()) / 2.0;
+    drop(running);
+
+    let (bytes, rows) = match clickhouse {
+        Some(c) => clickhouse_footprint(c, "edge_bench")?,
+        None => embedded_footprint(data)?,
+    };
+    let mut posted = posted.into_iter();
+    let (access, access_cpu) = posted.next().context("access-log ingestion")?;
+    let (security, security_cpu) = posted.next().context("security ingestion")?;
+    Ok(Measured { name, access, security, access_cpu, security_cpu, queries, bytes, rows, load })
+}
+
+/// The embedded engine's files (snapshot and log, after a checkpoint) and its stored rows (rollup and event).
+fn embedded_footprint(data: &Path) -> Result<(u64, u64)> {
+    let engine = MemoryEngine::open(data, Arc::new(SystemClock))?;
+    engine.checkpoint()?;
+    let f = engine.footprint();
+    drop(engine);
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(data.join("stats"))? {
+        let meta = entry?.metadata()?;
+        if meta.is_file() {
+            bytes += meta.len();
+        }
+    }
+    Ok((bytes, f.rollup_rows + f.event_rows))
+}
+
+/// Merges every table of `database` (`OPTIMIZE … FINAL`), then sums `bytes_on_disk` and rows of its active
+/// parts.
+fn clickhouse_footprint(c: &edge_cluster::ClickHouse, database: &str) -> Result<(u64, u64)> {
+    let tables = clickhouse_sql(
+        c,
+        &format!("SELECT DISTINCT table FROM system.parts WHERE database = '{database}' AND active FORMAT TSV"),
+    )?;
+    for table in tables.lines().filter(|t| !t.is_empty()) {
+        clickhouse_sql(c, &format!("OPTIMIZE TABLE {database}.`{table}` FINAL"))?;
+    }
+    let sums = clickhouse_sql(
+        c,
+        &format!(
+            "SELECT sum(bytes_on_disk), sum(rows) FROM system.parts WHERE database = '{database}' AND active FORMAT TSV"
+        ),
+    )?;
+    let mut fields = sums.split_whitespace().map(str::parse::<u64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(bytes)), Some(Ok(rows))) => Ok((bytes, rows)),
+        _ => anyhow::bail!("system.parts: unexpected answer {sums:?}"),
+    }
+}
+
+/// Runs one statement over ClickHouse's HTTP interface (only names of our own go into it) and returns the answer.
+fn clickhouse_sql(c: &edge_cluster::ClickHouse, sql: &str) -> Result<String> {
+    ureq::post(&format!("http://127.0.0.1:{}/", c.http_port))
+        .timeout(Duration::from_secs(600))
+        .send_string(sql)
+        .map_err(|e| match e {
+            ureq::Error::Status(code, r) => anyhow::anyhow!("{code}: {}", r.into_string().unwrap_or_default()),
+            e => e.into(),
+        })
+        .with_context(|| format!("ClickHouse: {sql}"))?
+        .into_string()
+        .context("ClickHouse's answer")
+}
+
+const DUCKDB_SCRIPT: &str = r#"
+import json, os, sys, time
+import duckdb
+spec = json.load(open(sys.argv[1]))
+con = duckdb.connect(spec["db"])
+out = {}
+t = time.perf_counter()
+con.execute(f"CREATE TABLE logs AS SELECT * FROM read_ndjson('{spec['access']}', columns={spec['columns']})")
+for sql in spec["rollups"]:
+    con.execute(sql)
+con.execute("CHECKPOINT")
+out["access_s"] = time.perf_counter() - t
+t = time.perf_counter()
+con.execute(f"CREATE TABLE events AS SELECT CAST(timestamp AS TIMESTAMP) AS ts, {spec['event_columns']} FROM read_ndjson('{spec['security']}')")
+con.execute("CHECKPOINT")
+out["security_s"] = time.perf_counter() - t
+for sql in spec["query_tables"]:
+    con.execute(sql)
+con.execute("CHECKPOINT")
+out["queries"] = []
+for q in spec["queries"]:
+    times = []
+    for i in range(spec["warmup"] + spec["runs"]):
+        t = time.perf_counter()
+        for sql in q:
+            con.execute(sql).fetchall()
+        if i >= spec["warmup"]:
+            times.append((time.perf_counter() - t) * 1000)
+    out["queries"].append(sorted(times))
+tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+out["rows"] = sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables)
+con.close()
+out["bytes"] = sum(os.path.getsize(p) for p in [spec["db"], spec["db"] + ".wal"] if os.path.exists(p))
+print(json.dumps(out))
+"#;
+
+/// DuckDB's side: ingestion of both files (the access logs with every rollup), the queries (over rollup tables
+/// built from the same records), its database file.
+fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value> {
+    let metrics: Vec<String> = edge_api::stats::DELIVERY_METRICS.iter().map(|m| format!("sum({m}) AS {m}")).collect();
+    let metrics = metrics.join(", ");
+    // The tables the benchmark's DuckDB queries read (see `stats::queries`).
+    let query_tables = vec![
+        format!(
+            "CREATE TABLE r5_cp AS SELECT time_bucket(INTERVAL 5 MINUTE, timestamp) AS ts, country, property, {metrics} FROM logs GROUP BY ALL"
+        ),
+        format!(
+            "CREATE TABLE rh_ds AS SELECT date_trunc('hour', timestamp) AS ts, domain, http_status_code, {metrics} FROM logs GROUP BY ALL"
+        ),
+        "CREATE TABLE urls AS SELECT date_trunc('day', timestamp) AS ts, property, request_url, sum(hits) AS hits FROM logs GROUP BY ALL".to_string(),
+    ];
+    let db: PathBuf = work.join("bench.duckdb");
+    let spec = serde_json::json!({
+        "db": db,
+        "access": input.access,
+        "security": input.security,
+        "columns": stats::duckdb_columns(),
+        "rollups": stats::duckdb_rollups(),
+        "event_columns": EVENT_COLUMNS.join(", "),
+        "query_tables": query_tables,
+        "queries": input.queries.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
+        "warmup": WARMUP,
+        "runs": RUNS,
+    });
+    let spec_path = work.join("duckdb.json");
+    std::fs::write(&spec_path, spec.to_string())?;
+    let script = work.join("duckdb_bench.py");
+    std::fs::write(&script, DUCKDB_SCRIPT)?;
+    let out = Command::new(python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
+    anyhow::ensure!(out.status.success(), "DuckDB side failed: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Value) {
+    let [embedded, ch] = *engines;
+    let mut out = String::new();
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| query | rows (total) | embedded p50 / p99 (ms) | ClickHouse p50 / p99 (ms) | DuckDB p50 / p99 (ms) | same answer |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for (i, q) in input.queries.iter().enumerate() {
+        let (e50, e99, rows, total, e_body) = &embedded.queries[i];
+        let (c50, c99, _, _, c_body) = &ch.queries[i];
+        let times: Vec<f64> =
+            duck["queries"][i].as_array().map(|a| a.iter().filter_map(|t| t.as_f64()).collect()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {rows} ({total}) | {e50:.2} / {e99:.2} | {c50:.2} / {c99:.2} | {:.2} / {:.2} | {} |",
+            q.name,
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+            if e_body == c_body { "yes" } else { "NO" }
+        );
+    }
+    if embedded.queries.iter().zip(&ch.queries).any(|(e, c)| e.4 != c.4) {
+        let _ = writeln!(
+            out,
+            "(Where nothing else decides, both engines order rows by when their records arrived; over {} connections \
+             the batches arrive in another order at each server, which only reorders such ties. Over one \
+             connection, `--connections 1`, the answers are byte for byte the same.)",
+            input.connections
+        );
+    }
+    let security_n = n / 5;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| ingestion (NDJSON, requests of {} records, {} connections, with a session) | records/s | edge-server CPU a record | clickhouse-server CPU a record |",
+        ingest::RECORDS_PER_REQUEST,
+        input.connections
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    for m in [embedded, ch] {
+        for (what, count, posted, cpu) in [
+            ("access-log records, into all rollups", n, &m.access, m.access_cpu),
+            ("security events, raw and into all rollups", security_n, &m.security, m.security_cpu),
+        ] {
+            let ch_cpu =
+                if m.name == "ClickHouse" { format!("{:.2} µs", cpu.1 * 1e6 / count as f64) } else { String::new() };
+            let _ = writeln!(
+                out,
+                "| {}: {count} {what} | {:.0} | {:.2} µs | {ch_cpu} |",
+                m.name,
+                count as f64 / posted.seconds,
+                cpu.0 * 1e6 / count as f64,
+            );
+        }
+    }
+    let f = |key: &str| duck[key].as_f64().unwrap_or(f64::NAN);
+    let _ = writeln!(
+        out,
+        "| DuckDB (in-process): {n} access-log records, read_ndjson + the same {} rollup tables | {:.0} | | |",
+        stats::duckdb_rollups().len(),
+        n as f64 / f("access_s")
+    );
+    let _ = writeln!(
+        out,
+        "| DuckDB (in-process): {security_n} security events, read_ndjson into a table | {:.0} | | |",
+        security_n as f64 / f("security_s")
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| on disk | bytes | stored rows | bytes a stored row | bytes an ingested record |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    let records = (n + security_n) as f64;
+    let (duck_bytes, duck_rows) = (f("bytes"), f("rows"));
+    for (name, bytes, rows) in [
+        ("embedded (snapshot after a checkpoint; rollup and event rows)", embedded.bytes as f64, embedded.rows as f64),
+        (
+            "ClickHouse (system.parts after OPTIMIZE FINAL; raw, rollup and dictionary rows)",
+            ch.bytes as f64,
+            ch.rows as f64,
+        ),
+        ("DuckDB (database file; raw, rollup and query tables)", duck_bytes, duck_rows),
+    ] {
+        let _ = writeln!(out, "| {name} | {bytes:.0} | {rows:.0} | {:.1} | {:.1} |", bytes / rows, bytes / records);
+    }
+    let _ = writeln!(out);
+    for m in [embedded, ch] {
+        let mut latencies = m.access.latencies_ms.clone();
+        latencies.sort_by(f64::total_cmp);
+        let _ = writeln!(
+            out,
+            "{}: load average {:.1} during its run; access-log requests p50 {:.0} ms, p99 {:.0} ms each.",
+            m.name,
+            m.load,
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Query latencies: {RUNS} runs each after {WARMUP} warm-up runs; DuckDB's in-process, the servers' through HTTP."
+    );
+    let _ =
+        writeln!(out, "(The 5-minute and hourly queries span a week and a month; the data, the hour before midnight.)");
+    print!("{out}");
+}
