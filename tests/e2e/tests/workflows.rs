@@ -2,7 +2,7 @@
 //! step says which failed): the account's time zone in the views, chart tooltips against the API's numbers,
 //! copy as curl, reads that are not repeated, drill-down from a top-K client IP to a network list, dialogs and
 //! focus, purge confirmation, bulk purge paced under 429s, safe property editing (rollback and a draft after a
-//! reload, the leave guard), polling a slow server with one request in flight and growing pauses up to a cap, a
+//! reload, the leave guard), table rows whose cells line up, polling a slow server with one request in flight and growing pauses up to a cap, a
 //! draft offered back after the session ends, the bulk purge's cap of 10,000 URIs, a cancelled superseded query,
 //! address state of list views, a 50,000-line file, own sessions, the session notice, dark mode and a phone's
 //! width.
@@ -26,6 +26,7 @@ async fn the_consoles_workflows_work_end_to_end() -> Result<()> {
     dialogs_and_purge_confirmation(&h).await.context("dialogs and purge")?;
     bulk_purge_under_the_rate_limit(&h).await.context("bulk purge")?;
     safe_property_editing(&h).await.context("property editing")?;
+    table_rows_line_up(&h).await.context("table rows")?;
     polling_a_slow_server(&h).await.context("slow server")?;
     polling_backs_off(&h).await.context("polling backs off")?;
     draft_after_the_session_ends(&h).await.context("draft after the session ends")?;
@@ -567,6 +568,40 @@ async fn bulk_purge_cap(h: &Harness) -> Result<()> {
         ensure!(gap >= Duration::from_millis(450), "at most two a second: {gap:?} between {pair:?}");
     }
     eprintln!("bulk purge of 10,000 URIs: all 20 requests sent {:.1} s after pasting", began.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Table rows of buttons line up: in the property's tables (the "Remove" column) and its history, every cell of
+/// a row spans the row's full height, so the row borders run straight, at a desktop's width and a phone's.
+async fn table_rows_line_up(h: &Harness) -> Result<()> {
+    let cdp =
+        |cmd: &'static str, params: Value| h.chromium("goog/cdp/execute", json!({ "cmd": cmd, "params": params }));
+    for width in [1366, 400] {
+        cdp(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500 }),
+        )
+        .await?;
+        h.goto("/demo/properties?name=www-shop").await?;
+        h.wait_for("div[data-section='Cache rules'] td.actions button").await?;
+        h.wait_for("#history tr[data-version]").await?;
+        let crooked: Vec<String> = serde_json::from_value(
+            h.client
+                .execute(
+                    r#"return [...document.querySelectorAll("main table.data tbody tr")].flatMap(tr => {
+                         const row = tr.getBoundingClientRect();
+                         return [...tr.children]
+                           .filter(td => { const r = td.getBoundingClientRect();
+                             return Math.abs(r.top - row.top) > 0.5 || Math.abs(r.bottom - row.bottom) > 0.5; })
+                           .map(td => `${td.className || td.tagName} in ${tr.closest("[data-section], section[id], div[id]")?.dataset.section ?? ""}: ${getComputedStyle(td).display}`);
+                       });"#,
+                    vec![],
+                )
+                .await?,
+        )?;
+        ensure!(crooked.is_empty(), "cells shorter than their row at {width} px: {crooked:?}");
+    }
+    cdp("Emulation.clearDeviceMetricsOverride", json!({})).await?;
     Ok(())
 }
 
