@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use edge_api::stats::{StatsResponse, parse_time};
+use serde_json::Value;
 
 use crate::{
     api::{Column, value_text},
@@ -12,6 +13,12 @@ use crate::{
 
 /// Series shown by name in a chart; the rest are added up as "other".
 pub const SERIES: usize = 6;
+
+/// The row of an answer from [`with_other`] that holds "other" (its dimension cells are null; the API never
+/// answers null for a dimension).
+fn is_other(dim: Option<Column>, row: &[Value]) -> bool {
+    dim.is_some_and(|d| d.value(row).is_some_and(Value::is_null))
+}
 
 /// One series' points by time: (amount, requests behind it) — a latency is the amount over the requests.
 type Points = BTreeMap<i64, (f64, f64)>;
@@ -85,14 +92,19 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
     let time = Column::of(r, "starttime");
     let dim = first_dimension(r);
     let mut by: BTreeMap<String, Points> = BTreeMap::new();
+    let mut other: Points = BTreeMap::new();
     for row in &r.rows {
         let Ok(t) = parse_time(&time.text(row)) else { continue };
+        if is_other(dim, row) {
+            add(other.entry(t).or_default(), measure.row(row));
+            continue;
+        }
         let key = dim.map(|d| d.text(row)).unwrap_or_else(|| "total".into());
         add(by.entry(key).or_default().entry(t).or_default(), measure.row(row));
     }
     // Every series has a value at every time of the answer (zero where it had no row), so that stacked areas
     // and lines do not bridge gaps.
-    let times: BTreeSet<i64> = by.values().flat_map(|p| p.keys().copied()).collect();
+    let times: BTreeSet<i64> = by.values().chain([&other]).flat_map(|p| p.keys().copied()).collect();
     for points in by.values_mut() {
         for t in &times {
             points.entry(*t).or_insert((0.0, 0.0));
@@ -103,7 +115,6 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
     let mut ranked: Vec<(String, Points)> = by.into_iter().collect();
     ranked.sort_by(|a, b| size(&b.1).total_cmp(&size(&a.1)));
     let mut out: Vec<Series> = Vec::new();
-    let mut other: Points = BTreeMap::new();
     for (i, (name, points)) in ranked.into_iter().enumerate() {
         if i < SERIES {
             out.push(Series { name, points: points.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect() });
@@ -114,6 +125,9 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
         }
     }
     if !other.is_empty() {
+        for t in &times {
+            other.entry(*t).or_insert((0.0, 0.0));
+        }
         out.push(Series {
             name: "other".into(),
             points: other.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect(),
@@ -126,7 +140,7 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
 pub fn top_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<(String, f64)> {
     let (measure, Some(dim)) = (Measure::of(r, metric), first_dimension(r)) else { return Vec::new() };
     let mut by: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    for row in &r.rows {
+    for row in r.rows.iter().filter(|row| !is_other(Some(dim), row)) {
         add(by.entry(dim.text(row)).or_default(), measure.row(row));
     }
     let mut v: Vec<(String, f64)> = by.into_iter().map(|(k, acc)| (k, measure.value(acc))).collect();
@@ -135,9 +149,71 @@ pub fn top_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<(String, f64
     v
 }
 
-/// CSV of an answer: a header of column names, then the rows.
+/// CSV of an answer: a header of column names, then the rows ("other" for the dimensions of the rows of
+/// "other").
 pub fn to_csv(r: &StatsResponse) -> String {
-    csv(r.columns.iter().map(|c| c.name.clone()), r.rows.iter().map(|row| row.iter().map(value_text).collect()))
+    let cell = |v: &Value| if v.is_null() { "other".to_string() } else { value_text(v) };
+    csv(r.columns.iter().map(|c| c.name.clone()), r.rows.iter().map(|row| row.iter().map(cell).collect()))
+}
+
+/// The values of the first dimension ranked by `metric` over all rows (largest first), at most `n`.
+pub fn ranked_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<String> {
+    let mut v = top_values(r, metric, usize::MAX);
+    v.retain(|(_, x)| *x > 0.0);
+    v.into_iter().take(n).map(|(k, _)| k).collect()
+}
+
+/// One answer for a chart split by a dimension: the rows of each top value's answer (`parts`, one per value,
+/// all with the same columns) and, per time, a row of "other" (null dimensions) holding what `total` (the
+/// same query without the dimension) has beyond the sum of the parts — only where that is more than nothing.
+/// Latencies stay right: their rows hold sums of milliseconds and of hits, which subtract like any sum.
+pub fn with_other(parts: Vec<StatsResponse>, total: &StatsResponse) -> Option<StatsResponse> {
+    let mut out = parts.first()?.clone();
+    let truncated =
+        parts.iter().any(|p| p.total_results > p.rows.len() as u64) || total.total_results > total.rows.len() as u64;
+    out.rows = parts.into_iter().flat_map(|p| p.rows).collect();
+    let time = Column::of(&out, "starttime");
+    let metrics: Vec<(usize, Column)> = out
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| out.query.metrics.as_ref().is_some_and(|m| m.contains(&c.name)))
+        .map(|(i, c)| (i, Column::of(total, &c.name)))
+        .collect();
+    // Sum of the parts per time and metric column.
+    let mut sums: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for row in &out.rows {
+        let sum = sums.entry(time.text(row)).or_insert_with(|| vec![0.0; out.columns.len()]);
+        for (i, _) in &metrics {
+            sum[*i] += row.get(*i).and_then(Value::as_f64).unwrap_or(0.0);
+        }
+    }
+    let (t_start, t_end) = (Column::of(total, "starttime"), Column::of(total, "endtime"));
+    let mut others = Vec::new();
+    for row in &total.rows {
+        let start = t_start.text(row);
+        let sum = sums.get(&start);
+        let mut cells = vec![Value::Null; out.columns.len()];
+        let mut any = false;
+        for (i, c) in &metrics {
+            // Never below zero: records that arrived between the queries are not "other".
+            let rest = (c.number(row) - sum.map_or(0.0, |s| s[*i])).max(0.0).round() as i64;
+            any |= rest > 0;
+            cells[*i] = Value::from(rest);
+        }
+        if any {
+            if let Some(i) = out.columns.iter().position(|c| c.name == "starttime") {
+                cells[i] = Value::from(start.clone());
+            }
+            if let Some(i) = out.columns.iter().position(|c| c.name == "endtime") {
+                cells[i] = Value::from(t_end.text(row));
+            }
+            others.push(cells);
+        }
+    }
+    out.rows.extend(others);
+    out.total_results = out.rows.len() as u64 + u64::from(truncated);
+    Some(out)
 }
 
 /// The bars of a ranked answer (a top list): its first dimension by its first metric.

@@ -21,7 +21,7 @@ use self::{
     filters::{FilterBuilder, with_condition},
     table::{DataTable, Kpis},
     top_urls::TopUrls,
-    view::{PAGE_SIZE, params},
+    view::{PAGE_SIZE, narrowable, params, rank_metric, ranking, series_dims},
 };
 pub use self::{
     data::{bars, is_latency, series_of, to_csv, totals},
@@ -130,8 +130,16 @@ pub fn Statistics() -> impl IntoView {
         let key = View { page: 0, sort: String::new(), stacked: false, ..v };
         query_of(&key, false)
     });
+    // The chart's key: what it shows (paging, sorting and the chart style change nothing in it).
+    let chart_key = Memo::new(move |_| {
+        let v = view.get();
+        let (range, g, _) = resolved.get()?;
+        Family::Delivery
+            .is_grouping_set(Some(g), &v.dims)
+            .then(|| (View { page: 0, sort: String::new(), stacked: false, ..v }, range, g))
+    });
     let table_cancel = Cancel::on_change(table_url);
-    let chart_cancel = Cancel::on_change(chart_url);
+    let chart_cancel = Cancel::on_change(chart_key);
     let table = load(move || {
         let url = table_url.get();
         let abort = url.as_ref().and_then(|u| table_cancel.signal(Some(u.clone())));
@@ -143,11 +151,12 @@ pub fn Statistics() -> impl IntoView {
         }
     });
     let chart = load(move || {
-        let url = chart_url.get();
-        let abort = url.as_ref().and_then(|u| chart_cancel.signal(Some(u.clone())));
+        let key = chart_key.get();
+        let abort = key.as_ref().and_then(|k| chart_cancel.signal(Some(k.clone())));
+        let customer = customer.get();
         async move {
-            match url {
-                Some(u) => api::get_stats(&u, abort).await.map(Some),
+            match key {
+                Some((v, range, g)) => chart_answer(&customer, &v, range, g, abort).await.map(Some),
                 None => Ok(None),
             }
         }
@@ -388,6 +397,48 @@ pub fn Statistics() -> impl IntoView {
             <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
         </section>
     }
+}
+
+/// The answer a chart over the whole range is drawn from, in a bounded number of requests however many values
+/// the dimension has (one answer holds at most 2,500 rows): the values of the first dimension ranked over the
+/// range (one coarse query) and the total without the dimension, at once; then, at once, the series of each
+/// of the top [`data::SERIES`] values (the view's filters AND the value); "other" is the total less their sum.
+/// Without a dimension, or when the filters are joined by OR (a value cannot be added to them), it is the
+/// view's query as it is. `abort` cancels every request.
+async fn chart_answer(
+    customer: &str,
+    v: &View,
+    range: Range,
+    g: Granularity,
+    abort: Option<web_sys::AbortSignal>,
+) -> api::ApiResult<StatsResponse> {
+    let get = |filters: &str, r: Range, g: Granularity, dims: &[String], sort: &str| {
+        let v = View { filters: filters.to_string(), ..v.clone() };
+        let url = api::stats_url(customer, "/stats/data", &params(&v, r, g, dims, sort, 0, 2500));
+        let abort = abort.clone();
+        async move { api::get_stats(&url, abort).await }
+    };
+    let Some(dim) = v.dims.first().filter(|_| narrowable(&v.filters, &FILTER_DIMENSIONS)) else {
+        return get(&v.filters, range, g, &v.dims, "starttime").await;
+    };
+    let metric = rank_metric(&v.metrics);
+    let (rank_range, rank_g, rank_dims) = ranking(&v.dims, range, g, now_ms());
+    let (ranked, total) = futures::future::join(
+        get(&v.filters, rank_range, rank_g, &rank_dims, &format!("-{metric}")),
+        get(&v.filters, range, g, &[], "starttime"),
+    )
+    .await;
+    let (ranked, total) = (ranked?, total?);
+    let top = data::ranked_values(&ranked, &metric, data::SERIES);
+    let dims = series_dims(&v.dims, g);
+    let parts = futures::future::join_all(top.iter().map(|value| {
+        let filters = with_condition(&v.filters, &FILTER_DIMENSIONS, dim, value);
+        get(&filters, range, g, &dims, "starttime")
+    }))
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    Ok(data::with_other(parts, &total).unwrap_or(StatsResponse { rows: Vec::new(), total_results: 0, ..ranked }))
 }
 
 /// The chart of one metric at a time (chosen by its chip) over the range, and its top values.

@@ -1,6 +1,6 @@
 //! The statistics view's state as kept in the page's address, and the queries it makes.
 
-use edge_api::stats::{DELIVERY_DIMENSIONS, Family, Granularity, format_time};
+use edge_api::stats::{DELIVERY_DIMENSIONS, Family, Filter, Granularity, format_time, parse_filters};
 
 use crate::{
     api,
@@ -135,6 +135,47 @@ pub fn params(
         ("start", start.to_string()),
         ("limit", limit.to_string()),
     ]
+}
+
+/// Whether one more condition can be joined to `filters` by AND: the API takes AND or OR in one expression,
+/// never both, so not when two or more conditions are joined by OR.
+pub fn narrowable(filters: &str, dims: &[&str]) -> bool {
+    match parse_filters(filters, dims) {
+        Ok(Filter::Any(c)) => c.len() <= 1,
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+/// The dimensions of a chart's series at `g`: the first dimension alone when that is a grouping set (one row
+/// per time and value), else all of them.
+pub fn series_dims(dims: &[String], g: Granularity) -> Vec<String> {
+    match dims.first() {
+        Some(d) if Family::Delivery.is_grouping_set(Some(g), std::slice::from_ref(d)) => vec![d.clone()],
+        _ => dims.to_vec(),
+    }
+}
+
+/// The query that ranks the values of a chart's first dimension over `range` at `g`: the coarsest
+/// granularity (day, then hour) at which the dimension (alone, else with the others) is a grouping set and
+/// whose rollup is kept from the start of the range's first whole bucket — a few rows per value cover the
+/// range and a little before — else `g` itself. Returns the range, granularity and dimensions to ask for.
+pub fn ranking(dims: &[String], range: Range, g: Granularity, now: i64) -> (Range, Granularity, Vec<String>) {
+    let first: Vec<String> = dims.iter().take(1).cloned().collect();
+    [Granularity::Day, Granularity::Hour]
+        .into_iter()
+        .filter(|c| c.millis() > g.millis())
+        .flat_map(|c| [(c, first.clone()), (c, dims.to_vec())])
+        .filter(|(c, d)| Family::Delivery.is_grouping_set(Some(*c), d))
+        .map(|(c, d)| (Range { start: range.start - range.start.rem_euclid(c.millis()), end: range.end }, c, d))
+        .find(|(r, c, _)| allowed_granularities(*r, now).contains(c))
+        .unwrap_or_else(|| (range, g, series_dims(dims, g)))
+}
+
+/// The metric that ranks the values of a chart: the first chosen that adds up (a latency is ranked by its
+/// requests).
+pub fn rank_metric(metrics: &[String]) -> String {
+    metrics.iter().find(|m| !super::is_latency(m)).cloned().unwrap_or_else(|| "hits".into())
 }
 
 /// The metrics to ask for: those chosen, and hits when a latency is among them (its average is its sum over
