@@ -319,6 +319,8 @@ fn Log() -> impl IntoView {
                 let shown = list.items.len() as u64;
                 let c = customer.get_untracked();
                 view! {
+                    // Wide: it scrolls inside its own box on a phone, not the page.
+                    <div class="table-scroll">
                     <table class="data audit">
                         <thead>
                             <tr>
@@ -335,6 +337,7 @@ fn Log() -> impl IntoView {
                             {list.items.into_iter().map(|r| record_row(&c, r, set)).collect_view()}
                         </tbody>
                     </table>
+                    </div>
                     <Pager
                         page=list.page_index
                         per_page=per_page.get_untracked()

@@ -30,6 +30,23 @@ pub const PASSWORD: &str = "e2e-password-123";
 /// How long to wait for the page to show something.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// Every view of the console, as a logged-in administrator of the demo customer sees it first, and what shows
+/// it has loaded (for [`Browser::open`]).
+pub const VIEWS: [(&str, &str); 12] = [
+    ("/demo/stats", "#time-chart svg"),
+    ("/demo/security", "#events table"),
+    ("/demo/users", "tr[data-username=admin]"),
+    ("/demo/me", "#change-password"),
+    ("/demo/properties", "tr[data-property=www-shop]"),
+    ("/demo/properties?name=www-shop", "#history table"),
+    ("/demo/purge", "#purge-form"),
+    ("/demo/lists", "tr[data-list=ip_demo_scanners]"),
+    ("/demo/lists?list=ip_demo_scanners", "tr[data-entry]"),
+    ("/demo/tasks", "table.tasks"),
+    ("/demo/account", "input[name=display_name]"),
+    ("/demo/audit", "table.audit tbody tr"),
+];
+
 /// The built console: $EDGE_E2E_DIST, or dist/ at the workspace root.
 fn dist_dir() -> Result<PathBuf> {
     let dist = std::env::var_os("EDGE_E2E_DIST")
@@ -495,6 +512,19 @@ impl Browser {
         self.fill("input[name=username]", username).await?;
         self.fill("input[name=password]", password).await?;
         self.click("button[type=submit]").await
+    }
+
+    /// Logs in as `username` of the demo customer through the login page and waits until the console shows
+    /// them logged in.
+    pub async fn login_as(&self, username: &str, password: &str) -> Result<()> {
+        self.login("demo", username, password).await?;
+        self.wait_for_text(".topbar .user", username).await
+    }
+
+    /// Opens a view and waits until `ready` shows it has loaded.
+    pub async fn open(&self, path: &str, ready: &str) -> Result<Element> {
+        self.goto(path).await?;
+        self.wait_for(ready).await.with_context(|| format!("{path} loads"))
     }
 
     /// Clicks the first element matching `css` whose text is `text` (waiting for it).

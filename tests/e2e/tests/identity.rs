@@ -16,8 +16,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     const ERIN_PASSWORD: &str = "erins-own-password";
 
     // The administrator creates erin.
-    h.login("demo", "admin", PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "admin").await?;
+    h.login_as("admin", PASSWORD).await?;
     h.click("nav a[href='/demo/users']").await?;
     h.wait_for("tr[data-username=admin]").await?;
     h.snapshot("users").await?;
@@ -40,8 +39,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.wait_for_path("/login").await?;
 
     // erin turns on two-factor, reading the key from the page.
-    h.login("demo", "erin", ERIN_PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "erin").await?;
+    h.login_as("erin", ERIN_PASSWORD).await?;
     h.click("nav a[href='/demo/me']").await?;
     h.fill("input[name=otp-password]", ERIN_PASSWORD).await?;
     h.click("#two-factor button[type=submit]").await?;
@@ -86,8 +84,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     h.wait_for_path("/login").await?;
 
     // erin lost her phone: the administrator turns her two-factor off, and the password alone lets her in.
-    h.login("demo", "admin", PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "admin").await?;
+    h.login_as("admin", PASSWORD).await?;
     h.goto("/demo/users").await?;
     h.click_text("tr[data-username=erin] button", "Turn off two-factor").await?;
     h.click("dialog[open] button.danger").await?;

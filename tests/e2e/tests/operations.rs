@@ -9,10 +9,8 @@ const SHOP: &str = "/demo/properties?name=www-shop";
 async fn two_sessions_edit_one_config_and_the_conflict_is_resolved_on_the_merge_screen() -> anyhow::Result<()> {
     let mut h = Harness::start().await?;
     let b = h.second_browser().await?;
-    h.login("demo", "admin", PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "admin").await?;
-    b.login("demo", "operator", PASSWORD).await?;
-    b.wait_for_text(".topbar .user", "operator").await?;
+    h.login_as("admin", PASSWORD).await?;
+    b.login_as("operator", PASSWORD).await?;
     let ttl = "div[data-section='Cache rules'] tbody tr:nth-child(1) input[aria-label='TTL seconds']";
     let waf_name = "div[data-section='WAF rules'] tbody tr:nth-child(1) input[aria-label='Name']";
     let origin_name = "div[data-section='Origins'] tbody tr:nth-child(2) input[aria-label='Name']";
@@ -60,8 +58,7 @@ async fn value(b: &edge_e2e::Browser, css: &str) -> anyhow::Result<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() -> anyhow::Result<()> {
     let h = Harness::start().await?;
-    h.login("demo", "operator", PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "operator").await?;
+    h.login_as("operator", PASSWORD).await?;
     h.goto("/demo/purge").await?;
     h.fill("textarea[name=uris]", "www.shop.example/index.html\nevil.example/x.png").await?;
     h.wait_until("#purge-report", |t| {
@@ -88,8 +85,7 @@ async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_are_added() -> anyhow::Result<()> {
     let h = Harness::start().await?;
-    h.login("demo", "admin", PASSWORD).await?;
-    h.wait_for_text(".topbar .user", "admin").await?;
+    h.login_as("admin", PASSWORD).await?;
     h.click("nav a[href='/demo/lists']").await?;
     h.click("tr[data-list=ip_demo_scanners] button").await?;
     h.wait_for_path("/demo/lists?list=ip_demo_scanners").await?;

@@ -3,24 +3,8 @@
 //! alone, and each view's own work.
 
 use anyhow::{Context, Result, ensure};
-use edge_e2e::{END, ENTER, Harness, PASSWORD, TAB};
+use edge_e2e::{END, ENTER, Harness, PASSWORD, TAB, VIEWS};
 use serde_json::json;
-
-/// Every view of the console, as a logged-in administrator sees it first, and what shows it has loaded.
-const VIEWS: [(&str, &str); 12] = [
-    ("/demo/stats", "#time-chart svg"),
-    ("/demo/security", "#events table"),
-    ("/demo/users", "tr[data-username=admin]"),
-    ("/demo/me", "#change-password"),
-    ("/demo/properties", "tr[data-property=www-shop]"),
-    ("/demo/properties?name=www-shop", "#history table"),
-    ("/demo/purge", "#purge-form"),
-    ("/demo/lists", "tr[data-list=ip_demo_scanners]"),
-    ("/demo/lists?list=ip_demo_scanners", "tr[data-entry]"),
-    ("/demo/tasks", "table.tasks"),
-    ("/demo/account", "input[name=display_name]"),
-    ("/demo/audit", "table.audit tbody tr"),
-];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_view_does_its_main_job() -> Result<()> {
@@ -28,8 +12,7 @@ async fn every_view_does_its_main_job() -> Result<()> {
     signed_out_views(&h).await.context("signed-out views")?;
     keyboard_only(&h).await.context("keyboard only")?;
     for (path, ready) in VIEWS {
-        h.goto(path).await?;
-        h.wait_for(ready).await.with_context(|| format!("{path} loads"))?;
+        h.open(path, ready).await?;
         h.axe(path).await?;
     }
     account(&mut h).await.context("account")?;
@@ -91,8 +74,7 @@ async fn keyboard_only(h: &Harness) -> Result<()> {
 async fn account(h: &mut Harness) -> Result<()> {
     // An operator sees the account read-only.
     let b = h.second_browser().await?;
-    b.login("demo", "operator", PASSWORD).await?;
-    b.wait_for_text(".topbar .user", "operator").await?;
+    b.login_as("operator", PASSWORD).await?;
     b.goto("/demo/account").await?;
     let field = b.wait_for("input[name=display_name]").await?;
     ensure!(field.prop("disabled").await?.as_deref() == Some("true"), "an operator cannot change the account");
@@ -450,8 +432,7 @@ async fn password_reset(h: &mut Harness) -> Result<()> {
     b.click("button[type=submit]").await?;
     b.wait_for("[role=alert]").await?;
     // The password set through the first link works.
-    b.login("demo", "viewer", "viewers-new-password").await?;
-    b.wait_for_text(".topbar .user", "viewer").await?;
+    b.login_as("viewer", "viewers-new-password").await?;
     b.client.clone().close().await?;
     Ok(())
 }
@@ -468,15 +449,13 @@ async fn password_change(h: &Harness) -> Result<()> {
     h.wait_for_text("#change-password [role=status]", "Your password is changed.").await?;
     h.click("#logout").await?;
     h.wait_for_path("/login").await?;
-    h.login("demo", "admin", "admins-new-password").await?;
-    h.wait_for_text(".topbar .user", "admin").await?;
+    h.login_as("admin", "admins-new-password").await?;
     Ok(())
 }
 
 /// A viewer finds no control that would change anything, in any view.
 async fn viewer_sees_no_write_controls(b: &edge_e2e::Browser) -> Result<()> {
-    b.login("demo", "viewer", "viewers-new-password").await?;
-    b.wait_for_text(".topbar .user", "viewer").await?;
+    b.login_as("viewer", "viewers-new-password").await?;
     for (path, ready) in VIEWS {
         b.goto(path).await?;
         let ready = match path {
