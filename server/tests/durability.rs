@@ -96,6 +96,8 @@ struct Acknowledged {
     entries: Vec<String>,
     /// Hits in every accepted ingestion batch.
     hits: u64,
+    /// Security events in every accepted batch of them.
+    security_events: u64,
 }
 
 /// The start of the hour before the current one, and the statistics window around it.
@@ -176,7 +178,7 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
         let (client, stop) = (client.clone(), stop.clone());
         thread::spawn(move || {
             let (at, _, _) = traffic_hour();
-            let mut hits = 0;
+            let (mut hits, mut security_events) = (0, 0);
             for i in 0.. {
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -187,33 +189,54 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                         format!("{record}\n")
                     })
                     .collect();
+                // Security events in the plain shape shippers write (the scanner's path, not serde's).
+                let events: String = (0..50)
+                    .map(|j| {
+                        format!(
+                            r#"{{"timestamp":"{at}","source":"waf","event_type":"CUSTOM","event_action":"BLOCK","event_severity":"HIGH","waf_action":"BLOCK","rule_id":"900100","domain":"www.example.com","property":"shop","client_ip":"192.0.2.{}","client_connection_remote_ip":"192.0.2.1","client_browser":"curl","client_country_code":"DE","client_asn":3320,"request_path":"/r{round}/{i}/{j}"}}"#,
+                            j % 250
+                        ) + "\n"
+                    })
+                    .collect();
                 // Plain, gzip and zstd bodies in turn: each encoding goes the same durable way.
-                let request = client.request("POST", "/ingest/accesslogs").set("Content-Type", "application/x-ndjson");
-                let sent = match i % 3 {
-                    0 => request.send_string(&batch),
-                    1 => {
-                        use std::io::Write;
-                        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                        e.write_all(batch.as_bytes()).expect("gzip");
-                        request.set("Content-Encoding", "gzip").send_bytes(&e.finish().expect("gzip"))
+                let post = |kind: &str, body: &str| {
+                    let request =
+                        client.request("POST", &format!("/ingest/{kind}")).set("Content-Type", "application/x-ndjson");
+                    let sent = match i % 3 {
+                        0 => request.send_string(body),
+                        1 => {
+                            use std::io::Write;
+                            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                            e.write_all(body.as_bytes()).expect("gzip");
+                            request.set("Content-Encoding", "gzip").send_bytes(&e.finish().expect("gzip"))
+                        }
+                        _ => request
+                            .set("Content-Encoding", "zstd")
+                            .send_bytes(&zstd::encode_all(body.as_bytes(), 3).expect("zstd")),
+                    };
+                    let acknowledged = sent.map(|r| r.into_json::<Value>());
+                    if let Ok(Ok(reply)) = &acknowledged {
+                        assert_eq!(reply["accepted"], 50, "{reply}");
                     }
-                    _ => request
-                        .set("Content-Encoding", "zstd")
-                        .send_bytes(&zstd::encode_all(batch.as_bytes(), 3).expect("zstd")),
+                    matches!(acknowledged, Ok(Ok(_)))
                 };
-                if let Ok(Ok(reply)) = sent.map(|r| r.into_json::<Value>()) {
-                    assert_eq!(reply["accepted"], 50, "{reply}");
+                if post("accesslogs", &batch) {
                     hits += 150;
                 }
+                if post("securityevents", &events) {
+                    security_events += 50;
+                }
             }
-            hits
+            (hits, security_events)
         })
     };
+    let ingest = ingest.join().expect("ingest writer");
     Acknowledged {
         users: users.join().expect("user writer"),
         configs: configs.join().expect("config writer"),
         entries: entries.join().expect("entry writer"),
-        hits: ingest.join().expect("ingest writer"),
+        hits: ingest.0,
+        security_events: ingest.1,
     }
 }
 
@@ -263,21 +286,24 @@ fn every_acknowledged_write_survives_sigkill() {
             !round_acked.users.is_empty()
                 && !round_acked.configs.is_empty()
                 && !round_acked.entries.is_empty()
-                && round_acked.hits > 0,
+                && round_acked.hits > 0
+                && round_acked.security_events > 0,
             "round {round}: every writer had writes acknowledged before the kill"
         );
         acked.users.extend(round_acked.users);
         acked.configs.extend(round_acked.configs);
         acked.entries.extend(round_acked.entries);
         acked.hits += round_acked.hits;
+        acked.security_events += round_acked.security_events;
     }
 
     eprintln!(
-        "acknowledged before the kills: {} users, {} configuration versions, {} list entries, {} hits",
+        "acknowledged before the kills: {} users, {} configuration versions, {} list entries, {} hits, {} security events",
         acked.users.len(),
         acked.configs.len(),
         acked.entries.len(),
-        acked.hits
+        acked.hits,
+        acked.security_events
     );
     let server = Server::start(&data_dir);
     let client = Client::login(&server.base);
@@ -306,7 +332,24 @@ fn every_acknowledged_write_survives_sigkill() {
         stats["rows"].as_array().expect("rows").iter().filter_map(|r| r.as_array()?.last()?.as_u64()).sum();
     // Batches in flight at the kill may have been stored without an answer: at least, never fewer.
     assert!(stored_hits >= acked.hits, "stored {stored_hits} hits, acknowledged {}", acked.hits);
-    eprintln!("after the restart: {} users, {} entries, {stored_hits} hits", names.len(), stored.len());
+    let events = client
+        .get(&format!("/stats/security/events/data?starttime={start}&endtime={end}&dimensions=request_path&limit=1"));
+    let stored_events = events["total_results"].as_u64().expect("total_results");
+    let waf = client
+        .get(&format!("/stats/security/waf/trends/data?starttime={start}&endtime={end}&granularity=hour&metrics=hits"));
+    let counted: u64 =
+        waf["rows"].as_array().expect("rows").iter().filter_map(|r| r.as_array()?.last()?.as_u64()).sum();
+    assert!(
+        stored_events >= acked.security_events,
+        "stored {stored_events} events, acknowledged {}",
+        acked.security_events
+    );
+    assert_eq!(counted, stored_events, "the WAF trend counts every stored event");
+    eprintln!(
+        "after the restart: {} users, {} entries, {stored_hits} hits, {stored_events} security events",
+        names.len(),
+        stored.len()
+    );
 
     let integrity = integrity_check(&data_dir.join("edge.db"));
     assert_eq!(integrity, "ok");

@@ -211,10 +211,18 @@ async fn rollups_after_parallel_batches_equal_those_of_one_record_at_a_time_for_
     for p in posts {
         assert!(p.await.unwrap() > 0);
     }
-    // globex: the same records, one request each.
+    // globex: the same records, one request each; its security events with the path's slash escaped (`\/`,
+    // the same text), which leaves them to serde rather than to the plain-line scanner acme's went through.
     for (kind, lines) in [("accesslogs", &access), ("securityevents", &security)] {
         for line in lines {
-            let reply = post(&app, "globex", kind, line.clone(), None).await;
+            let line = if kind == "securityevents" {
+                let escaped = line.replace(r#""request_path":"/"#, r#""request_path":"\/"#);
+                assert_ne!(&escaped, line);
+                escaped
+            } else {
+                line.clone()
+            };
+            let reply = post(&app, "globex", kind, line, None).await;
             assert_eq!(reply.body["accepted"], 1, "{}", reply.body);
         }
     }
