@@ -8,26 +8,113 @@ use std::collections::BTreeMap;
 use super::ID_BITS;
 
 /// An open block's index from key to row: open addressing with linear probing, each slot holding the whole
-/// key, so a lookup usually reads one cache line, which [`Index::prefetch`] can ask for ahead of time.
-pub(super) struct Index {
-    slots: Vec<Slot>,
-    len: usize,
+/// key, so a lookup usually reads one cache line, which [`Index::prefetch`] can ask for ahead of time. Keys of
+/// at most three dimensions (75 bits) take 16-byte slots, four to a cache line; wider keys take 24 bytes: the
+/// index of a large block is out of cache, and its size is what merging waits for.
+pub(super) enum Index {
+    Narrow(Table<Narrow>),
+    Wide(Table<Wide>),
+}
+
+/// A slot of an index: a key and its row (u32::MAX: empty).
+pub(super) trait Slot: Copy {
+    const EMPTY: Self;
+    fn new(key: u128, row: u32) -> Self;
+    fn key(&self) -> u128;
+    fn row(&self) -> u32;
+}
+
+/// The slot of a key below 2^96.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+pub(super) struct Narrow {
+    key: [u32; 3],
+    row: u32,
+}
+
+impl Slot for Narrow {
+    const EMPTY: Self = Narrow { key: [0; 3], row: u32::MAX };
+    #[inline]
+    fn new(key: u128, row: u32) -> Self {
+        debug_assert!(key >> 96 == 0, "a narrow key");
+        Narrow { key: [key as u32, (key >> 32) as u32, (key >> 64) as u32], row }
+    }
+    #[inline]
+    fn key(&self) -> u128 {
+        u128::from(self.key[0]) | u128::from(self.key[1]) << 32 | u128::from(self.key[2]) << 64
+    }
+    #[inline]
+    fn row(&self) -> u32 {
+        self.row
+    }
 }
 
 #[derive(Clone, Copy)]
 #[repr(C)]
-struct Slot {
+pub(super) struct Wide {
     key: [u64; 2],
-    /// u32::MAX: empty.
     row: u32,
 }
 
-const EMPTY: Slot = Slot { key: [0; 2], row: u32::MAX };
+impl Slot for Wide {
+    const EMPTY: Self = Wide { key: [0; 2], row: u32::MAX };
+    #[inline]
+    fn new(key: u128, row: u32) -> Self {
+        Wide { key: [key as u64, (key >> 64) as u64], row }
+    }
+    #[inline]
+    fn key(&self) -> u128 {
+        u128::from(self.key[0]) | u128::from(self.key[1]) << 64
+    }
+    #[inline]
+    fn row(&self) -> u32 {
+        self.row
+    }
+}
+
+pub(super) struct Table<S> {
+    slots: Vec<S>,
+    len: usize,
+}
+
+/// Dimensions a key may have to fit a [`Narrow`] slot.
+const NARROW_DIMS: usize = (96 / ID_BITS) as usize;
 
 impl Index {
-    fn with_rows(rows: usize) -> Index {
+    fn with_rows(rows: usize, n_dims: usize) -> Index {
+        if n_dims <= NARROW_DIMS { Index::Narrow(Table::with_rows(rows)) } else { Index::Wide(Table::with_rows(rows)) }
+    }
+
+    /// Asks the processor to fetch the slot where `key` would be.
+    #[inline]
+    pub(super) fn prefetch(&self, key: u128) {
+        match self {
+            Index::Narrow(t) => t.prefetch(key),
+            Index::Wide(t) => t.prefetch(key),
+        }
+    }
+
+    /// The row of `key`, or `row` inserted as its row if it has none (then Err).
+    #[inline]
+    fn find_or_insert(&mut self, key: u128, row: u32) -> Result<u32, u32> {
+        match self {
+            Index::Narrow(t) => t.find_or_insert(key, row),
+            Index::Wide(t) => t.find_or_insert(key, row),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Index::Narrow(t) => t.bytes(),
+            Index::Wide(t) => t.bytes(),
+        }
+    }
+}
+
+impl<S: Slot> Table<S> {
+    fn with_rows(rows: usize) -> Self {
         let capacity = (rows * 4 / 3 + 1).next_power_of_two().max(16);
-        Index { slots: vec![EMPTY; capacity], len: 0 }
+        Table { slots: vec![S::EMPTY; capacity], len: 0 }
     }
 
     #[inline]
@@ -37,16 +124,15 @@ impl Index {
         (h >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
-    /// Asks the processor to fetch the slot where `key` would be.
     #[inline]
-    pub(super) fn prefetch(&self, key: u128) {
+    fn prefetch(&self, key: u128) {
         #[cfg(target_arch = "x86_64")]
         {
-            // The home slot and the next ones, which a probe often reaches (slots straddle cache lines).
+            // The home slot and the next ones, which a probe often reaches (a probe may cross a cache line).
             let home = self.home(key);
-            let next = (home + 2) & (self.slots.len() - 1);
+            let next = (home + 64 / std::mem::size_of::<S>()) & (self.slots.len() - 1);
             for at in [home, next] {
-                let slot: *const Slot = &self.slots[at];
+                let slot: *const S = &self.slots[at];
                 // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
                 unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
             }
@@ -55,24 +141,22 @@ impl Index {
         let _ = key;
     }
 
-    /// The row of `key`, or `row` inserted as its row if it has none (then Err).
     #[inline]
     fn find_or_insert(&mut self, key: u128, row: u32) -> Result<u32, u32> {
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.grow();
         }
-        let want = [key as u64, (key >> 64) as u64];
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
         loop {
             let slot = &mut self.slots[at];
-            if slot.row == u32::MAX {
-                *slot = Slot { key: want, row };
+            if slot.row() == u32::MAX {
+                *slot = S::new(key, row);
                 self.len += 1;
                 return Err(row);
             }
-            if slot.key == want {
-                return Ok(slot.row);
+            if slot.key() == key {
+                return Ok(slot.row());
             }
             at = (at + 1) & mask;
         }
@@ -80,11 +164,11 @@ impl Index {
 
     fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(16);
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; capacity]);
+        let old = std::mem::replace(&mut self.slots, vec![S::EMPTY; capacity]);
         let mask = self.slots.len() - 1;
-        for slot in old.into_iter().filter(|s| s.row != u32::MAX) {
-            let mut at = self.home(u128::from(slot.key[0]) | (u128::from(slot.key[1]) << 64));
-            while self.slots[at].row != u32::MAX {
+        for slot in old.into_iter().filter(|s| s.row() != u32::MAX) {
+            let mut at = self.home(slot.key());
+            while self.slots[at].row() != u32::MAX {
                 at = (at + 1) & mask;
             }
             self.slots[at] = slot;
@@ -92,7 +176,7 @@ impl Index {
     }
 
     fn bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>()
+        self.slots.capacity() * std::mem::size_of::<S>()
     }
 }
 
@@ -138,7 +222,7 @@ impl Block {
             dims: vec![Vec::new(); n_dims],
             width: n_metrics,
             sums: Sums::Rows(Vec::new()),
-            index: Some(Index::with_rows(0)),
+            index: Some(Index::with_rows(0, n_dims)),
         }
     }
 
@@ -186,7 +270,7 @@ impl Block {
         }
         if self.index.is_none() {
             let n = self.len();
-            let mut index = Index::with_rows(n);
+            let mut index = Index::with_rows(n, self.dims.len());
             for r in 0..n {
                 let _ = index.find_or_insert(self.key(r), r as u32);
             }
@@ -213,7 +297,8 @@ impl Block {
     #[inline]
     pub(super) fn find_or_add(&mut self, key: u128, dims: impl Fn(usize) -> u32) -> u32 {
         let n = self.len() as u32;
-        let index = self.index.get_or_insert_with(|| Index::with_rows(0));
+        let n_dims = self.dims.len();
+        let index = self.index.get_or_insert_with(|| Index::with_rows(0, n_dims));
         match index.find_or_insert(key, n) {
             Ok(row) => row,
             Err(row) => {
@@ -313,5 +398,36 @@ impl Rollup {
                 block.seal();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_index_layouts_find_every_key_they_were_given_across_growth() {
+        for n_dims in 1..=5 {
+            let mut index = Index::with_rows(0, n_dims);
+            assert_eq!(matches!(index, Index::Narrow(_)), n_dims <= 3);
+            let top = (1u128 << (n_dims as u32 * ID_BITS)) - 1;
+            // Keys spread over the whole width, the largest included.
+            let keys: Vec<u128> = (0..5000u128)
+                .map(|i| top - i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835) % (top + 1))
+                .collect();
+            for (row, key) in keys.iter().enumerate() {
+                let found = index.find_or_insert(*key, row as u32);
+                assert!(found.is_err() || keys[..row].contains(key), "{n_dims} dims: {key:#x} new");
+            }
+            for key in &keys {
+                let first = keys.iter().position(|k| k == key).unwrap() as u32;
+                assert_eq!(index.find_or_insert(*key, u32::MAX - 1), Ok(first), "{n_dims} dims: {key:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn narrow_slots_are_two_thirds_of_wide_ones() {
+        assert_eq!((std::mem::size_of::<Narrow>(), std::mem::size_of::<Wide>()), (16, 24));
     }
 }
