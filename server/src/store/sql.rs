@@ -60,10 +60,24 @@ impl Search<'_> {
     ) -> StoreResult<(Vec<T>, u64)> {
         let (count, select) = self.sql();
         let pattern = search.map(like_pattern);
-        let total: i64 = query(count).bind(owner.clone()).bind(pattern.clone()).scalar(db).await?;
-        let rows = query(select).bind(owner).bind(pattern).bind(limit).bind(offset).fetch_all(db).await?;
-        Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total as u64))
+        let bound = |sql: String| query(sql).bind(owner.clone()).bind(pattern.clone());
+        filtered_page(db, bound, count, select, (limit, offset), from_row).await
     }
+}
+
+/// One page of a filtered listing and the number of rows in the listing: `bound` binds the filter's parameters
+/// to either query, and the page query takes the limit and the offset as its next two.
+async fn filtered_page<T>(
+    db: &Db,
+    bound: impl Fn(String) -> Query,
+    count: String,
+    page: String,
+    (limit, offset): (u64, u64),
+    from_row: fn(&Row) -> Result<T, sqlx::Error>,
+) -> StoreResult<(Vec<T>, u64)> {
+    let total: i64 = bound(count).scalar(db).await?;
+    let rows = bound(page).bind(limit).bind(offset).fetch_all(db).await?;
+    Ok((rows.iter().map(from_row).collect::<Result<_, _>>()?, total.max(0) as u64))
 }
 
 /// A case-insensitive LIKE pattern for "contains `search`", with `%`, `_` and `\\` in it matching themselves.
@@ -221,6 +235,16 @@ fn user_from_row(row: &Row) -> Result<UserRecord, sqlx::Error> {
         otp_secret: row.get("otp_secret")?,
         otp_last_step: row.get("otp_last_step")?,
         created_ms: row.get("created_ms")?,
+    })
+}
+
+fn session_from_row(row: &Row) -> Result<SessionRecord, sqlx::Error> {
+    Ok(SessionRecord {
+        token_hash: row.get("token_hash")?,
+        customer_id: row.get("customer_id")?,
+        user_id: row.get("user_id")?,
+        created_ms: row.get("created_ms")?,
+        last_seen_ms: row.get("last_seen_ms")?,
     })
 }
 
@@ -861,14 +885,9 @@ impl Store for SqlStore {
         });
         let bound =
             |sql: String| query(sql).bind(customer).bind(f.now_ms).bind(f.since_ms).bind(status).bind(&f.operation);
-        let total: i64 = bound(format!("SELECT COUNT(*) FROM tasks WHERE {filter}")).scalar(&self.db).await?;
-        let rows =
-            bound(format!("SELECT * FROM tasks WHERE {filter} ORDER BY begin_ms DESC, id DESC LIMIT $6 OFFSET $7"))
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(&self.db)
-                .await?;
-        Ok((rows.iter().map(task_from_row).collect::<Result<_, _>>()?, total as u64))
+        let count = format!("SELECT COUNT(*) FROM tasks WHERE {filter}");
+        let page = format!("SELECT * FROM tasks WHERE {filter} ORDER BY begin_ms DESC, id DESC LIMIT $6 OFFSET $7");
+        filtered_page(&self.db, bound, count, page, (limit, offset), task_from_row).await
     }
 
     async fn prune_tasks(&self, ended_before_ms: i64) -> StoreResult<u64> {
@@ -1092,13 +1111,9 @@ impl Store for SqlStore {
     ) -> StoreResult<(Vec<NetworkListRecord>, u64)> {
         let filter = "l.customer_id = $1 AND ($2 IS NULL OR l.type = $2) AND ($3 OR l.deprecated = FALSE)";
         let bound = |sql: String| query(sql).bind(customer).bind(list_type).bind(include_deprecated);
-        let total: i64 = bound(format!("SELECT COUNT(*) FROM network_lists l WHERE {filter}")).scalar(&self.db).await?;
-        let rows = bound(format!("{LIST_WITH_COUNT} WHERE {filter} ORDER BY lower(l.name), l.id LIMIT $4 OFFSET $5"))
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.db)
-            .await?;
-        Ok((rows.iter().map(list_from_row).collect::<Result<_, _>>()?, total as u64))
+        let count = format!("SELECT COUNT(*) FROM network_lists l WHERE {filter}");
+        let page = format!("{LIST_WITH_COUNT} WHERE {filter} ORDER BY lower(l.name), l.id LIMIT $4 OFFSET $5");
+        filtered_page(&self.db, bound, count, page, (limit, offset), list_from_row).await
     }
 
     async fn network_list(&self, customer: CustomerId, id: &str) -> StoreResult<Option<NetworkListRecord>> {
@@ -1375,35 +1390,13 @@ impl Store for SqlStore {
         limit: u32,
     ) -> StoreResult<(Vec<SessionRecord>, u64)> {
         const LIVE: &str = "user_id = $1 AND last_seen_ms > $2 AND created_ms > $3";
-        let rows = query(format!(
+        let count = format!("SELECT COUNT(*) FROM sessions WHERE {LIVE}");
+        let page = format!(
             "SELECT token_hash, customer_id, user_id, created_ms, last_seen_ms FROM sessions
-             WHERE {LIVE} ORDER BY last_seen_ms DESC, token_hash LIMIT $4"
-        ))
-        .bind(user_id)
-        .bind(idle_after_ms)
-        .bind(created_after_ms)
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await?;
-        let total: i64 = query(format!("SELECT COUNT(*) FROM sessions WHERE {LIVE}"))
-            .bind(user_id)
-            .bind(idle_after_ms)
-            .bind(created_after_ms)
-            .scalar(&self.db)
-            .await?;
-        let sessions = rows
-            .iter()
-            .map(|row| {
-                Ok(SessionRecord {
-                    token_hash: row.get("token_hash")?,
-                    customer_id: row.get("customer_id")?,
-                    user_id: row.get("user_id")?,
-                    created_ms: row.get("created_ms")?,
-                    last_seen_ms: row.get("last_seen_ms")?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        Ok((sessions, total.max(0) as u64))
+             WHERE {LIVE} ORDER BY last_seen_ms DESC, token_hash LIMIT $4 OFFSET $5"
+        );
+        let bound = |sql: String| query(sql).bind(user_id).bind(idle_after_ms).bind(created_after_ms);
+        filtered_page(&self.db, bound, count, page, (limit.into(), 0), session_from_row).await
     }
 
     async fn touch_session(&self, token_hash: &str, last_seen_ms: i64) -> StoreResult<()> {
@@ -1560,13 +1553,12 @@ impl Store for SqlStore {
              AND ($7 IS NULL OR a.target_type = $7) AND ($8 IS NULL OR a.target_id = $8)";
         let prefix = f.operation.as_deref().map(|op| format!("{}.%", escape_like(op)));
         let count = format!("SELECT COUNT(*) FROM audit_log a WHERE {filter}");
-        let total: i64 = audit_filter(count, customer, f, &prefix).scalar(&self.db).await?;
-        let select = format!(
+        let page = format!(
             "SELECT a.*, {TARGET_EXISTS} AS target_exists FROM audit_log a WHERE {filter}
              ORDER BY a.time_ms DESC, a.id DESC LIMIT $9 OFFSET $10"
         );
-        let rows = audit_filter(select, customer, f, &prefix).bind(limit).bind(offset).fetch_all(&self.db).await?;
-        Ok((rows.iter().map(audit_from_row).collect::<Result<_, _>>()?, total as u64))
+        let bound = |sql: String| audit_filter(sql, customer, f, &prefix);
+        filtered_page(&self.db, bound, count, page, (limit, offset), audit_from_row).await
     }
 
     async fn prune_audit(&self, before_ms: i64) -> StoreResult<u64> {
