@@ -36,6 +36,7 @@ async fn the_consoles_workflows_work_end_to_end() -> Result<()> {
     whole_range_chart_with_other(&h).await.context("the whole range in the chart")?;
     chart_width_legend_and_back(&h).await.context("chart width, legend, Back")?;
     drill_down_from_a_country_and_an_event(&h).await.context("drill-down from a country and an event")?;
+    events_actions_line_up(&h).await.context("events' actions column")?;
     dark_mode_and_phone_width(&h).await.context("dark mode and phone")?;
     own_sessions_and_session_notice(&mut h).await.context("sessions")?;
     h.stop().await
@@ -1040,17 +1041,20 @@ async fn chart_width_legend_and_back(h: &Harness) -> Result<()> {
     ensure!(lines().await? == all, "the line is back");
     // Its ⊕ filters to the value; Back brings the unfiltered view back.
     let value = h.wait_for(first).await?.text().await?.trim().to_string();
+    let kpis = h.wait_for("#kpis").await?.text().await?;
     h.click("#time-chart + ul.legend li:first-child button.filter").await?;
     h.wait_until("#filters", |t| t.contains(&value)).await?;
     ensure!(h.client.current_url().await?.as_str().contains("filters=country"), "the filter is in the address");
     wait_count(h, "#time-chart + ul.legend li", |n| n == 1).await?;
     h.wait_until(".stats-table tbody", |t| t.lines().all(|l| l.contains(&value))).await?;
+    h.wait_until("#kpis", |t| t != kpis).await?;
     h.client.back().await?;
     h.wait_until("#filters", |t| !t.contains(&value)).await?;
     ensure!(!h.client.current_url().await?.as_str().contains("filters="), "no filter in the address after Back");
     ensure!(h.count("#filters .filter-chip").await? == 0, "no filter chip after Back");
     h.wait_until(".stats-table tbody", |t| t.lines().any(|l| !l.contains(&value))).await?;
     wait_count(h, "#time-chart + ul.legend li", |n| n > 1).await?;
+    h.wait_until("#kpis", |t| t == kpis).await?;
     // The filter builder's own filter, and Back.
     h.fill("#filters input[name=filter-value]", &value).await?;
     h.click("#filters form button[type=submit]").await?;
@@ -1112,5 +1116,51 @@ async fn drill_down_from_a_country_and_an_event(h: &Harness) -> Result<()> {
     h.wait_gone("dialog[open]").await?;
     h.goto(&format!("/demo/lists?list=geo_demo_embargo&q={country}")).await?;
     h.wait_for(&format!("tr[data-entry='{country}']")).await?;
+    Ok(())
+}
+
+/// The events' "Actions" header lines up with its column: the text of "Add to list…" ends where the header's
+/// does, and starts on the line of the row's other values (light and dark, desktop and phone width).
+async fn events_actions_line_up(h: &Harness) -> Result<()> {
+    let cdp =
+        |cmd: &'static str, params: Value| h.chromium("goog/cdp/execute", json!({ "cmd": cmd, "params": params }));
+    for scheme in ["light", "dark"] {
+        cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }))
+            .await?;
+        for width in [1366, 400] {
+            cdp(
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 500 }),
+            )
+            .await?;
+            h.goto("/demo/security").await?;
+            h.wait_for("#events td.actions button.add-to-list").await?;
+            let offsets: Vec<f64> = serde_json::from_value(
+                h.client
+                    .execute(
+                        r##"document.querySelector("#events").scrollIntoView();
+                           const text = e => { const r = document.createRange(); r.selectNodeContents(e);
+                             return r.getBoundingClientRect(); };
+                           const th = text(document.querySelector("#events thead th.actions"));
+                           const row = document.querySelector("#events tbody tr");
+                           const add = text(row.querySelector("td.actions button"));
+                           const value = text(row.querySelector("td button.cell-filter"));
+                           const cells = [...document.querySelectorAll("#events tbody tr")].map(tr => tr.children.length);
+                           const heads = document.querySelectorAll("#events thead th").length;
+                           return [add.right - th.right, add.top - value.top, cells.filter(n => n !== heads).length];"##,
+                        vec![],
+                    )
+                    .await?,
+            )?;
+            ensure!(
+                offsets.len() == 3 && offsets.iter().all(|d| d.abs() <= 1.0),
+                "{scheme} at {width} px: Add to list… off the Actions header (right edge, top, rows short) {offsets:?}"
+            );
+            h.snapshot(&format!("security-events-{scheme}-{width}")).await?;
+        }
+    }
+    cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }))
+        .await?;
+    cdp("Emulation.clearDeviceMetricsOverride", json!({})).await?;
     Ok(())
 }
