@@ -467,9 +467,10 @@ fn test() -> Result<ExitCode> {
         ]),
     ));
     steps.push(test_step(
-        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas)",
+        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas, edge-bench)",
         cargo()
-            .args(["test", "--locked", "--no-fail-fast", "-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster"])
+            .args(["test", "--locked", "--no-fail-fast"])
+            .args(["-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster", "-p", "edge-bench"])
             .env("EDGE_TEST_POSTGRES_URL", &postgres_url),
     ));
     let mut on_postgres = cargo();
