@@ -14,6 +14,10 @@ use crate::{
 /// Series shown by name in a chart; the rest are added up as "other".
 pub const SERIES: usize = 6;
 
+/// Values of a chart's dimension fetched as series of their own: the top values' bars show them all, the
+/// chart names the first [`SERIES`].
+pub const TOP: usize = 10;
+
 /// The row of an answer from [`with_other`] that holds "other" (its dimension cells are null; the API never
 /// answers null for a dimension).
 fn is_other(dim: Option<Column>, row: &[Value]) -> bool {

@@ -402,7 +402,7 @@ pub fn Statistics() -> impl IntoView {
 /// The answer a chart over the whole range is drawn from, in a bounded number of requests however many values
 /// the dimension has (one answer holds at most 2,500 rows): the values of the first dimension ranked over the
 /// range (one coarse query) and the total without the dimension, at once; then, at once, the series of each
-/// of the top [`data::SERIES`] values (the view's filters AND the value); "other" is the total less their sum.
+/// of the top [`data::TOP`] values (the view's filters AND the value); "other" is the total less their sum.
 /// Without a dimension, or when the filters are joined by OR (a value cannot be added to them), it is the
 /// view's query as it is. `abort` cancels every request.
 async fn chart_answer(
@@ -429,7 +429,7 @@ async fn chart_answer(
     )
     .await;
     let (ranked, total) = (ranked?, total?);
-    let top = data::ranked_values(&ranked, &metric, data::SERIES);
+    let top = data::ranked_values(&ranked, &metric, data::TOP);
     let dims = series_dims(&v.dims, g);
     let parts = futures::future::join_all(top.iter().map(|value| {
         let filters = with_condition(&v.filters, &FILTER_DIMENSIONS, dim, value);

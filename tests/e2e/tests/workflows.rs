@@ -33,11 +33,11 @@ async fn the_consoles_workflows_work_end_to_end() -> Result<()> {
     address_state(&h).await.context("address state")?;
     large_file_into_a_list(&h).await.context("large file")?;
     users_own_row(&h).await.context("own row")?;
+    dark_mode_and_phone_width(&h).await.context("dark mode and phone")?;
     whole_range_chart_with_other(&h).await.context("the whole range in the chart")?;
     chart_width_legend_and_back(&h).await.context("chart width, legend, Back")?;
     drill_down_from_a_country_and_an_event(&h).await.context("drill-down from a country and an event")?;
     events_actions_line_up(&h).await.context("events' actions column")?;
-    dark_mode_and_phone_width(&h).await.context("dark mode and phone")?;
     own_sessions_and_session_notice(&mut h).await.context("sessions")?;
     h.stop().await
 }
@@ -984,6 +984,8 @@ async fn whole_range_chart_with_other(h: &Harness) -> Result<()> {
         )
         .await?;
     ensure!(grey == json!(["rgb(127, 140, 141)", 1]), "other in grey (swatch, line): {grey}");
+    // The top values list ten countries, the chart names six.
+    ensure!(h.count("#top-chart li").await? == 10, "ten top values");
     h.snapshot("statistics-other").await?;
     Ok(())
 }
