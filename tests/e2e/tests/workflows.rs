@@ -1122,7 +1122,8 @@ async fn drill_down_from_a_country_and_an_event(h: &Harness) -> Result<()> {
 }
 
 /// The events' "Actions" header lines up with its column: the text of "Add to list…" ends where the header's
-/// does, and starts on the line of the row's other values (light and dark, desktop and phone width).
+/// does, and starts on the line of the row's other values; the statistics chart (with "other") fits the
+/// screen (light and dark, desktop and phone width).
 async fn events_actions_line_up(h: &Harness) -> Result<()> {
     let cdp =
         |cmd: &'static str, params: Value| h.chromium("goog/cdp/execute", json!({ "cmd": cmd, "params": params }));
@@ -1159,6 +1160,20 @@ async fn events_actions_line_up(h: &Harness) -> Result<()> {
                 "{scheme} at {width} px: Add to list… off the Actions header (right edge, top, rows short) {offsets:?}"
             );
             h.snapshot(&format!("security-events-{scheme}-{width}")).await?;
+            // The chart with "other", as wide as its card and no wider than the screen.
+            h.goto("/demo/stats").await?;
+            h.wait_for("#time-chart svg").await?;
+            let fits: bool = serde_json::from_value(
+                h.client
+                    .execute(
+                        r##"document.querySelector(".chart-card").scrollIntoView();
+                           return document.documentElement.scrollWidth <= window.innerWidth;"##,
+                        vec![],
+                    )
+                    .await?,
+            )?;
+            ensure!(fits, "{scheme} at {width} px: the statistics view scrolls sideways");
+            h.snapshot(&format!("statistics-chart-{scheme}-{width}")).await?;
         }
     }
     cdp("Emulation.setEmulatedMedia", json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }))
