@@ -1057,6 +1057,18 @@ async fn chart_width_legend_and_back(h: &Harness) -> Result<()> {
     h.wait_until(".stats-table tbody", |t| t.lines().any(|l| !l.contains(&value))).await?;
     wait_count(h, "#time-chart + ul.legend li", |n| n > 1).await?;
     h.wait_until("#kpis", |t| t == kpis).await?;
+    // Back before the filtered view has loaded (a slow server): the unfiltered view wins.
+    h.slow("GET", "/stats/data", Duration::from_millis(1500));
+    h.click("#time-chart + ul.legend li:first-child button.filter").await?;
+    h.wait_until("#filters", |t| t.contains(&value)).await?;
+    h.client.back().await?;
+    h.wait_until("#filters", |t| !t.contains(&value)).await?;
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    h.fast();
+    ensure!(!h.client.current_url().await?.as_str().contains("filters="), "no filter in the address after Back");
+    h.wait_until(".stats-table tbody", |t| t.lines().any(|l| !l.contains(&value))).await?;
+    wait_count(h, "#time-chart + ul.legend li", |n| n > 1).await?;
+    h.wait_until("#kpis", |t| t == kpis).await?;
     // The filter builder's own filter, and Back.
     h.fill("#filters input[name=filter-value]", &value).await?;
     h.click("#filters form button[type=submit]").await?;
