@@ -40,6 +40,26 @@ fn the_view_round_trips_through_the_address() {
 }
 
 #[wasm_bindgen_test]
+fn a_preset_range_picks_a_granularity_at_which_the_dimensions_form_a_grouping_set() {
+    let now = 1_790_000_000_000;
+    let view = |preset: &str, dims: &[&str]| View {
+        preset: preset.into(),
+        dims: dims.iter().map(|d| d.to_string()).collect(),
+        ..View::from_params(|_| None)
+    };
+    let granularity = |v: &View| v.granularity(v.range(now).unwrap(), now);
+    // The natural granularities where the dimensions allow them.
+    assert_eq!(granularity(&view("24h", &["country"])), Granularity::FiveMinute);
+    assert_eq!(granularity(&view("7d", &["domain"])), Granularity::Hour);
+    assert_eq!(granularity(&view("30d", &["country"])), Granularity::Day);
+    // Country has no hourly set: a week by country is daily, not an empty chart.
+    assert_eq!(granularity(&view("7d", &["country"])), Granularity::Day);
+    // A granularity the user chose stays, valid or not (the view then says what to add).
+    let chosen = View { granularity: Some(Granularity::Hour), ..view("7d", &["country"]) };
+    assert_eq!(granularity(&chosen), Granularity::Hour);
+}
+
+#[wasm_bindgen_test]
 fn grouping_guidance_names_what_can_be_added() {
     let (valid, addable) = grouping_state(Granularity::Hour, &["country".into()]);
     assert!(!valid, "country alone is not an hourly grouping set");

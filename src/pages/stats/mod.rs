@@ -97,10 +97,15 @@ pub fn Statistics() -> impl IntoView {
             ..v
         }
     });
-    let resolved = Memo::new(move |_| {
-        let v = range_of.get();
+    let range_at = Memo::new(move |_| {
         let now = now_ms();
-        v.range(now).map(|r| (r, v.granularity(r, now), allowed_granularities(r, now)))
+        range_of.get().range(now).map(|r| (r, now))
+    });
+    // The granularity also follows the dimensions (the natural one, or one where they form a grouping set).
+    let dims = Memo::new(move |_| view.get().dims);
+    let resolved = Memo::new(move |_| {
+        let v = View { dims: dims.get(), ..range_of.get() };
+        range_at.get().map(|(r, now)| (r, v.granularity(r, now), allowed_granularities(r, now)))
     });
     let valid = Memo::new(move |_| resolved.get().map(|(_, g, _)| grouping_state(g, &view.get().dims)));
     let add_filter = Callback::new(move |(dim, value): (String, String)| {

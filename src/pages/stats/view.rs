@@ -89,8 +89,16 @@ impl View {
         match self.granularity {
             Some(g) if allowed.contains(&g) => g,
             _ => {
+                // The span's natural granularity, else the nearest one (coarser first) at which the dimensions
+                // form a grouping set: "Last 7 days" by country is daily, as country has no hourly set.
                 let n = natural_granularity(range);
-                if allowed.contains(&n) { n } else { allowed[0] }
+                let coarser = allowed.iter().filter(|g| g.millis() > n.millis());
+                let finer = allowed.iter().rev().filter(|g| g.millis() < n.millis());
+                let candidates = allowed.iter().filter(|g| **g == n).chain(coarser).chain(finer);
+                candidates
+                    .copied()
+                    .find(|g| Family::Delivery.is_grouping_set(Some(*g), &self.dims))
+                    .unwrap_or(if allowed.contains(&n) { n } else { allowed[0] })
             }
         }
     }
