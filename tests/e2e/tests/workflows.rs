@@ -245,6 +245,8 @@ async fn axes_click_to_filter_and_a_top_url(h: &Harness) -> Result<()> {
     let focused = active_text(h).await?;
     ensure!(focused == "Cancel", "the safe choice has the focus: {focused}");
     h.click("dialog#purge-url button.danger").await?;
+    // The dialog's text on a timeout tells what went wrong (an error, a transaction still pending).
+    h.wait_until("dialog#purge-url", |t| t.contains(": Completed")).await?;
     h.wait_for("dialog#purge-url .transaction[data-status=SUCCESS]").await?;
     h.snapshot("purge-top-url").await?;
     h.keys(ESCAPE).await?;
