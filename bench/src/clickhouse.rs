@@ -32,7 +32,7 @@ use crate::{
     Args, ingest,
     logs::{self, Shape},
     server::{self, Server, load_average},
-    stats::{self, DAY, EVENT_COLUMNS, PASSWORD, Query, WARMUP, percentile},
+    stats::{self, DAY, DUCKDB_TIMED, EVENT_COLUMNS, PASSWORD, Query, WARMUP, percentile},
 };
 
 /// Timed runs of each query (after [`WARMUP`] untimed ones): enough for a p99.
@@ -260,14 +260,7 @@ for sql in spec["query_tables"]:
 con.execute("CHECKPOINT")
 out["queries"] = []
 for q in spec["queries"]:
-    times = []
-    for i in range(spec["warmup"] + spec["runs"]):
-        t = time.perf_counter()
-        for sql in q:
-            con.execute(sql).fetchall()
-        if i >= spec["warmup"]:
-            times.append((time.perf_counter() - t) * 1000)
-    out["queries"].append(sorted(times))
+    out["queries"].append(sorted(timed(con, q, spec["warmup"], spec["runs"])))
 tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
 out["rows"] = sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables)
 con.close()
@@ -306,7 +299,7 @@ fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value
     let spec_path = work.join("duckdb.json");
     std::fs::write(&spec_path, spec.to_string())?;
     let script = work.join("duckdb_bench.py");
-    std::fs::write(&script, DUCKDB_SCRIPT)?;
+    std::fs::write(&script, format!("{DUCKDB_TIMED}{DUCKDB_SCRIPT}"))?;
     let out = Command::new(python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
     anyhow::ensure!(out.status.success(), "DuckDB side failed: {}", String::from_utf8_lossy(&out.stderr));
     Ok(serde_json::from_slice(&out.stdout)?)
