@@ -245,29 +245,20 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
     let day = |ts: &str| format!("toDate(intDiv({ts}, 1000))");
     let mut out =
         vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = TinyLog".to_string()];
-    let mut access = String::from("CREATE TABLE IF NOT EXISTS access (customer Int64, ts Int64, seq UInt64");
-    for d in &DIMS[..14] {
-        let _ = write!(access, ", {d} String");
-    }
-    for m in DELIVERY_METRICS {
-        let _ = write!(access, ", {m} UInt64");
-    }
-    let _ = write!(
-        access,
-        ", day Date MATERIALIZED {}) ENGINE = MergeTree PARTITION BY day ORDER BY (customer, ts)",
-        day("ts")
-    );
-    out.push(access);
-    let mut security = String::from("CREATE TABLE IF NOT EXISTS security (customer Int64, ts Int64, seq UInt64");
-    for d in SECURITY_DIMS {
-        let _ = write!(security, ", {d} String");
-    }
-    let _ = write!(
-        security,
-        ", day Date MATERIALIZED {}) ENGINE = MergeTree PARTITION BY day ORDER BY (customer, ts, seq)",
-        day("ts")
-    );
-    out.push(security);
+    // A raw table: its records by customer and time, partitioned by day.
+    let raw = |table: &str, columns: Vec<String>, order: &str| {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (customer Int64, ts Int64, seq UInt64{}, day Date MATERIALIZED {}) \
+             ENGINE = MergeTree PARTITION BY day ORDER BY ({order})",
+            columns.concat(),
+            day("ts")
+        )
+    };
+    let strings = |dims: &[&str]| dims.iter().map(|d| format!(", {d} String")).collect::<Vec<_>>();
+    let mut access_columns = strings(&DIMS[..14]);
+    access_columns.extend(DELIVERY_METRICS.iter().map(|m| format!(", {m} UInt64")));
+    out.push(raw("access", access_columns, "customer, ts"));
+    out.push(raw("security", strings(&SECURITY_DIMS), "customer, ts, seq"));
     out.push(
         "CREATE TABLE IF NOT EXISTS dict_in (customer Int64, dim UInt8, value String, seq UInt64) ENGINE = Null".into(),
     );
