@@ -318,22 +318,10 @@ fn serve_cluster(binary: PathBuf, mut server_args: Vec<String>) -> Result<ExitCo
     }
 }
 
-/// A Python virtual environment under target/tools with `package` (from PyPI) installed; returns its bin dir.
-fn python_venv(name: &str, package: &str, module: &str) -> Result<PathBuf> {
-    let venv = root().join("target/tools").join(name);
-    let python = venv.join("bin/python");
-    let has_it = Command::new(&python).args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
-    if !has_it {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        run(Command::new(venv.join("bin/pip")).args(["install", "--quiet", package]))?;
-    }
-    Ok(venv.join("bin"))
-}
-
 /// The statistics benchmark: builds the server and the bench in release, installs DuckDB (PyPI) in a virtual
 /// environment under target/tools (and Debian's clickhouse-server for `--engine clickhouse`), and runs it.
 fn bench_stats(extra: &[String]) -> Result<ExitCode> {
-    let bin = python_venv("bench-venv", "duckdb", "duckdb")?;
+    let bin = tools::python_venv("bench")?;
     if extra.windows(2).any(|w| w[0] == "--engine" && w[1] == "clickhouse") {
         tools::ensure_cluster_tools()?;
     }
@@ -371,12 +359,9 @@ fn load(extra: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The schemathesis version `fuzz-api` installs.
-const SCHEMATHESIS: &str = "schemathesis==4.32.5";
-
 /// The command of the API contract fuzzing (schemathesis against a fresh demo server, debug builds).
 fn fuzz_api_command(extra: &[String]) -> Result<Command> {
-    let bin = python_venv("fuzz-venv", SCHEMATHESIS, "schemathesis")?;
+    let bin = tools::python_venv("fuzz")?;
     run(cargo().args(["build", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
     let mut cmd = Command::new(root().join("target/debug/edge-bench"));
     cmd.args(["fuzz-api", "--work"])
@@ -393,7 +378,15 @@ fn fuzz_api_command(extra: &[String]) -> Result<Command> {
 struct Step {
     name: &'static str,
     ok: bool,
+    seconds: u64,
     summary: Vec<String>,
+}
+
+impl Step {
+    /// A step that could not run (its command could not be made or built).
+    fn failed(name: &'static str, seconds: u64, error: &anyhow::Error) -> Step {
+        Step { name, ok: false, seconds, summary: vec![format!("{error:#}")] }
+    }
 }
 
 /// Runs a test command, echoing its output and keeping the runner's `test result:` lines and its wall time.
@@ -403,7 +396,7 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
     let mut child = match cmd.stdout(Stdio::piped()).spawn() {
         Ok(c) => c,
         Err(e) => {
-            return Step { name, ok: false, summary: vec![format!("could not start: {e}")] };
+            return Step { name, ok: false, seconds: 0, summary: vec![format!("could not start: {e}")] };
         }
     };
     let mut summary = Vec::new();
@@ -419,8 +412,7 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
         }
     }
     let ok = child.wait().map(|s| s.success()).unwrap_or(false);
-    summary.push(format!("wall time: {} s", started.elapsed().as_secs()));
-    Step { name, ok, summary }
+    Step { name, ok, seconds: started.elapsed().as_secs(), summary }
 }
 
 /// The router suites that run a second time on PostgreSQL: every test file of the server but those of the
@@ -440,13 +432,16 @@ fn router_suites() -> Result<Vec<String>> {
 }
 
 fn test() -> Result<ExitCode> {
+    let started = std::time::Instant::now();
     let tools = tools::Tools::ensure(true)?;
+    let installed = started.elapsed().as_secs();
     // One throwaway PostgreSQL cluster for the run (a schema per test); stopped and removed at the end, or by
     // its watchdog if this process is interrupted.
     let postgres = edge_cluster::Postgres::throwaway().context("starting a throwaway PostgreSQL cluster")?;
     let postgres_url = postgres.url("postgres");
     let tmp = BrowserTmp::new()?;
-    let mut steps = vec![test_step("format", cargo().args(["fmt", "--all", "--check"]))];
+    let mut steps = vec![Step { name: "install tools (pinned)", ok: true, seconds: installed, summary: vec![] }];
+    steps.push(test_step("format", cargo().args(["fmt", "--all", "--check"])));
     steps.push(test_step(
         "lint (native)",
         cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]),
@@ -491,22 +486,23 @@ fn test() -> Result<ExitCode> {
             .env("CHROMEDRIVER", &tools.chromedriver)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
     ));
+    const FUZZ: &str = "API contract fuzzing (schemathesis, short)";
+    let fuzz_started = std::time::Instant::now();
     match fuzz_api_command(&["--examples".into(), "3".into(), "--min-requests".into(), "300".into()]) {
-        Ok(mut cmd) => steps.push(test_step("API contract fuzzing (schemathesis, short)", &mut cmd)),
-        Err(e) => steps.push(Step {
-            name: "API contract fuzzing (schemathesis, short)",
-            ok: false,
-            summary: vec![format!("{e:#}")],
-        }),
+        Ok(mut cmd) => {
+            let mut step = test_step(FUZZ, &mut cmd);
+            step.seconds = fuzz_started.elapsed().as_secs();
+            steps.push(step)
+        }
+        Err(e) => steps.push(Step::failed(FUZZ, fuzz_started.elapsed().as_secs(), &e)),
     }
+    const BUILD: &str = "console and server build (trunk --release, cargo build)";
+    let build_started = std::time::Instant::now();
     let built = build_console(&tools).and_then(|_| build_e2e_server());
     if let Err(e) = &built {
-        steps.push(Step {
-            name: "console and server build (trunk --release, cargo build)",
-            ok: false,
-            summary: vec![format!("{e:#}")],
-        });
+        steps.push(Step::failed(BUILD, build_started.elapsed().as_secs(), e));
     } else {
+        steps.push(Step { name: BUILD, ok: true, seconds: build_started.elapsed().as_secs(), summary: vec![] });
         steps.push(test_step(
             "end-to-end tests (real server, real console, headless Chromium, axe-core, size budget)",
             &mut e2e_command(&tools, &tmp),
@@ -515,12 +511,16 @@ fn test() -> Result<ExitCode> {
 
     drop(postgres);
 
-    println!("\nxtask: summary");
+    println!("\nxtask: summary ({} s in all)", started.elapsed().as_secs());
     for step in &steps {
-        println!("{} {}", if step.ok { "ok    " } else { "FAILED" }, step.name);
+        println!("{} {:>5} s  {}", if step.ok { "ok    " } else { "FAILED" }, step.seconds, step.name);
         for line in &step.summary {
             println!("    {line}");
         }
+    }
+    println!("xtask: tools used");
+    for (tool, version) in tools.versions() {
+        println!("    {tool:<32} {version}");
     }
     let failed = steps.iter().filter(|s| !s.ok).count();
     if failed > 0 {

@@ -1,7 +1,10 @@
-//! The tools the build and the tests need, installed from the package registries only when missing:
-//! the wasm32 target, trunk 0.21, wasm-bindgen-cli at the Cargo.lock version, binaryen 132's wasm-opt (npm),
-//! and for tests Debian's chromium and chromium-driver, PostgreSQL and HAProxy (or nginx, when that is there), and
-//! clickhouse-server (the ClickHouse statistics tests start it as a child process, never as a service).
+//! The tools the build and the tests need, installed from the package registries only when missing, each at a
+//! version pinned in this repository with its transitive dependencies (xtask/pins/): the wasm32 target, trunk
+//! 0.21 (`--locked`), wasm-bindgen-cli at the Cargo.lock version (from pins/wasm-bindgen's lock), the npm tools
+//! (binaryen 132's wasm-opt, axe-core: `npm ci` from pins/npm), the Python tools (pins/python, `pip install
+//! --require-hashes`), and for tests Debian's chromium and chromium-driver, PostgreSQL and HAProxy (or nginx, when
+//! that is there), and clickhouse-server (the ClickHouse statistics tests start it as a child process, never as a
+//! service). Debian's packages are taken by name; `versions()` reports what ran.
 
 use std::{
     ffi::OsString,
@@ -15,10 +18,8 @@ use crate::{root, run};
 
 /// trunk 0.22 needs rustc 1.96; 0.21.14 is the newest that builds here.
 const TRUNK_VERSION: &str = "0.21.14";
-/// binaryen 132 (npm): Debian's binaryen 108 produces wasm that breaks in the browser.
-const BINARYEN_VERSION: &str = "132.0.0";
-/// axe-core (npm), the accessibility audit the end-to-end tests run in every view.
-pub const AXE_VERSION: &str = "4.14.1";
+/// binaryen (npm, pins/npm): Debian's binaryen 108 produces wasm that breaks in the browser.
+const BINARYEN_MAJOR: &str = "132";
 
 pub struct Tools {
     /// Folders put in front of PATH for every tool run: cargo's bin dir and binaryen's.
@@ -43,7 +44,6 @@ impl Tools {
         tools.ensure_wasm_opt()?;
         if for_tests {
             tools.ensure_chromium()?;
-            tools.ensure_npm_package("axe-core", AXE_VERSION)?;
             ensure_cluster_tools()?;
         }
         Ok(tools)
@@ -65,6 +65,56 @@ impl Tools {
         let current = std::env::var_os("PATH").unwrap_or_default();
         let dirs = self.path_prefix.iter().cloned().chain(std::env::split_paths(&current));
         std::env::join_paths(dirs).unwrap_or(current)
+    }
+
+    /// The tools a test run used and their versions, as they report them (first line), for the run's summary.
+    pub fn versions(&self) -> Vec<(&'static str, String)> {
+        let first_line = |program: &str, args: &[&str]| -> String {
+            let out = self.command(program).args(args).output();
+            out.ok()
+                .map(|o| {
+                    let text = if o.stdout.is_empty() { o.stderr } else { o.stdout };
+                    String::from_utf8_lossy(&text).lines().next().unwrap_or("").trim().to_string()
+                })
+                .filter(|l| !l.is_empty())
+                .unwrap_or_else(|| "not found".into())
+        };
+        let postgres = edge_cluster::postgres_bin_dir()
+            .map(|dir| first_line(&dir.join("postgres").display().to_string(), &["--version"]))
+            .unwrap_or_else(|_| "not found".into());
+        let balancer = match edge_cluster::BalancerKind::find() {
+            Some((_, program)) => first_line(&program.display().to_string(), &["-v"]),
+            None => "not found".into(),
+        };
+        let fuzz_python = root().join("target/tools/fuzz-venv/bin/python");
+        let python_packages = first_line(
+            &fuzz_python.display().to_string(),
+            &[
+                "-c",
+                "import importlib.metadata as m, sys; print('Python', sys.version.split()[0], \
+                 *(f'{p} {m.version(p)}' for p in ('schemathesis', 'hypothesis')))",
+            ],
+        );
+        let npm_package = |name: &str| {
+            let manifest = root().join("target/tools/node_modules").join(name).join("package.json");
+            let text = std::fs::read_to_string(manifest).unwrap_or_default();
+            let version = text.split("\"version\": \"").nth(1).and_then(|rest| rest.split('"').next());
+            version.map(String::from).unwrap_or_else(|| "not found".into())
+        };
+        vec![
+            ("rustc", first_line("rustc", &["--version"])),
+            ("trunk", first_line("trunk", &["--version"])),
+            ("wasm-bindgen", first_line("wasm-bindgen", &["--version"])),
+            ("wasm-opt", first_line("wasm-opt", &["--version"])),
+            ("axe-core (npm)", npm_package("axe-core")),
+            ("node", first_line("node", &["--version"])),
+            ("chromium", first_line(&self.chromium.display().to_string(), &["--version"])),
+            ("chromedriver", first_line(&self.chromedriver.display().to_string(), &["--version"])),
+            ("postgresql", postgres),
+            ("load balancer", balancer),
+            ("clickhouse-server", first_line(CLICKHOUSE_SERVER, &["--version"])),
+            ("fuzzing (pins/python/fuzz.txt)", python_packages),
+        ]
     }
 
     /// What `program --version` prints, or None when it does not run.
@@ -94,8 +144,17 @@ impl Tools {
         }
     }
 
+    /// wasm-bindgen-cli built from pins/wasm-bindgen (its own lock, `--locked`) into cargo's bin dir.
     fn ensure_wasm_bindgen(&self) -> Result<()> {
         let version = locked_version("wasm-bindgen")?;
+        let pin = root().join("xtask/pins/wasm-bindgen");
+        let pinned = locked_version_in(&pin.join("Cargo.lock"), "wasm-bindgen-cli")?;
+        if pinned != version {
+            bail!(
+                "the console uses wasm-bindgen {version} but xtask/pins/wasm-bindgen pins wasm-bindgen-cli {pinned}: \
+                 change both together"
+            );
+        }
         let ok = |program: &str| {
             self.version_of(program).is_some_and(|v| v.split_whitespace().nth(1) == Some(version.as_str()))
         };
@@ -103,27 +162,22 @@ impl Tools {
             return Ok(());
         }
         eprintln!("xtask: installing wasm-bindgen-cli {version} (the wasm-bindgen version in Cargo.lock)");
-        // Not --locked: the crate's own lockfile wants a webpki-roots that the registry lacks.
-        run(self.command("cargo").args(["install", "wasm-bindgen-cli", "--version", &version]))
+        run(self
+            .command("cargo")
+            .args(["install", "--locked", "--force", "--path"])
+            .arg(&pin)
+            .arg("--target-dir")
+            .arg(root().join("target/tools/wasm-bindgen-build")))?;
+        let _ = std::fs::remove_dir_all(root().join("target/tools/wasm-bindgen-build"));
+        Ok(())
     }
 
     fn ensure_wasm_opt(&self) -> Result<()> {
-        if self.version_of("wasm-opt").is_some_and(|v| v.contains(&format!("version {}", major(BINARYEN_VERSION))))
-            && root().join("target/tools/node_modules/.bin/wasm-opt").exists()
-        {
-            return Ok(());
+        ensure_npm_tools()?;
+        match self.version_of("wasm-opt") {
+            Some(v) if v.contains(&format!("version {BINARYEN_MAJOR}")) => Ok(()),
+            found => bail!("wasm-opt {BINARYEN_MAJOR} expected from npm, found {}", found.as_deref().unwrap_or("none")),
         }
-        npm_install("binaryen", BINARYEN_VERSION)
-    }
-
-    /// Installs `package@version` from npm under target/tools unless that version is there.
-    fn ensure_npm_package(&self, package: &str, version: &str) -> Result<()> {
-        let manifest = root().join("target/tools/node_modules").join(package).join("package.json");
-        let installed = std::fs::read_to_string(&manifest).unwrap_or_default();
-        if installed.contains(&format!("\"version\": \"{version}\"")) {
-            return Ok(());
-        }
-        npm_install(package, version)
     }
 
     fn ensure_chromium(&self) -> Result<()> {
@@ -179,14 +233,41 @@ pub fn ensure_cluster_tools() -> Result<()> {
     Ok(())
 }
 
-/// Installs `package@version` from npm under target/tools.
-fn npm_install(package: &str, version: &str) -> Result<()> {
+/// The npm tools of pins/npm (binaryen's wasm-opt, axe-core) under target/tools: `npm ci` from the committed
+/// package-lock.json, again whenever the lock changes.
+pub fn ensure_npm_tools() -> Result<()> {
+    let pins = root().join("xtask/pins/npm");
     let prefix = root().join("target/tools");
+    let lock = std::fs::read(pins.join("package-lock.json")).context("reading xtask/pins/npm/package-lock.json")?;
+    let stamp = prefix.join("npm-installed.json");
+    if std::fs::read(&stamp).is_ok_and(|installed| installed == lock) && prefix.join("node_modules").exists() {
+        return Ok(());
+    }
     std::fs::create_dir_all(&prefix)?;
-    run(Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(&prefix)
-        .arg(format!("{package}@{version}")))
+    std::fs::copy(pins.join("package.json"), prefix.join("package.json"))?;
+    std::fs::write(prefix.join("package-lock.json"), &lock)?;
+    run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&prefix))?;
+    std::fs::write(stamp, lock)?;
+    Ok(())
+}
+
+/// A Python virtual environment under target/tools with the requirements of pins/python/<name>.txt (every
+/// package pinned and hashed), made anew whenever that file changes; returns its bin dir.
+pub fn python_venv(name: &str) -> Result<PathBuf> {
+    let requirements = root().join("xtask/pins/python").join(format!("{name}.txt"));
+    let pinned = std::fs::read(&requirements).with_context(|| format!("reading {}", requirements.display()))?;
+    let venv = root().join("target/tools").join(format!("{name}-venv"));
+    let stamp = venv.join("requirements-installed.txt");
+    if std::fs::read(&stamp).is_ok_and(|installed| installed == pinned) {
+        return Ok(venv.join("bin"));
+    }
+    let _ = std::fs::remove_dir_all(&venv);
+    run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    run(Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check", "--require-hashes", "--no-deps", "-r"])
+        .arg(&requirements))?;
+    std::fs::write(stamp, pinned)?;
+    Ok(venv.join("bin"))
 }
 
 fn apt_get(args: &[&str]) -> Result<()> {
@@ -204,13 +285,14 @@ fn cargo_home() -> PathBuf {
         .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cargo"))
 }
 
-fn major(version: &str) -> &str {
-    version.split('.').next().unwrap_or(version)
+/// The version of `package` in the workspace's Cargo.lock.
+pub fn locked_version(package: &str) -> Result<String> {
+    locked_version_in(&root().join("Cargo.lock"), package)
 }
 
-/// The version of `package` in Cargo.lock.
-pub fn locked_version(package: &str) -> Result<String> {
-    let lock = std::fs::read_to_string(root().join("Cargo.lock")).context("reading Cargo.lock")?;
+/// The version of `package` in the Cargo.lock at `path`.
+fn locked_version_in(path: &Path, package: &str) -> Result<String> {
+    let lock = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let needle = format!("name = \"{package}\"");
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
@@ -220,5 +302,5 @@ pub fn locked_version(package: &str) -> Result<String> {
             return Ok(v.trim_end_matches('"').to_string());
         }
     }
-    bail!("{package} is not in Cargo.lock")
+    bail!("{package} is not in {}", path.display())
 }
