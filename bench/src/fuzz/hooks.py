@@ -1,6 +1,9 @@
 """Schemathesis hooks for `cargo xtask fuzz-api`: written next to the run by edge-bench, which sets the
 EDGE_FUZZ_* variables to the server it started."""
 
+# First, before anything parses source: see serialize_ast.py.
+import serialize_ast  # noqa: F401, I001
+
 import base64
 import json
 import os
