@@ -234,8 +234,10 @@ pub struct PropertySummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewProperty {
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::property_name))]
     pub name: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::host_patterns))]
     pub host_patterns: Vec<String>,
 }
 

@@ -12,6 +12,8 @@ pub mod networklists;
 pub mod paging;
 pub mod paths;
 pub mod purge;
+#[cfg(feature = "openapi")]
+pub mod schema;
 pub mod stats;
 pub mod tasks;
 

@@ -860,7 +860,7 @@ pub struct StatsColumn {
 pub struct StatsResponse {
     pub query: QueryEcho,
     pub columns: Vec<StatsColumn>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<Object>>))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::stats_rows))]
     pub rows: Vec<Vec<serde_json::Value>>,
     pub total_results: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -200,7 +200,7 @@ async fn list_lists(
 /// Create a network list, optionally with its first entries.
 #[utoipa::path(
     post, path = "/config/networklists", tag = "network lists",
-    request_body = NewNetworkList,
+    request_body = edge_api::schema::NewNetworkListSchema,
     responses(
         (status = 201, description = "The new list, with its entries; its deployment is a task", body = NetworkList),
         (status = 400, description = "Invalid name or type (`invalid_network_list`), invalid entries (`invalid_entries`, each in details) or too many (`limit_exceeded`)", body = ErrorBody),

@@ -69,7 +69,7 @@ async fn get_password(
         ("user_id" = String, Path, description = "User id (the caller's own)"),
         ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required when the user has two-factor on"),
     ),
-    request_body = Password,
+    request_body = edge_api::schema::PasswordChangeSchema,
     responses(
         (status = 200, description = "Changed; the answer's password is empty", body = Password),
         (status = 400, description = "Invalid JSON, or the password breaks the policy (`password_policy`): at least 12 characters, not the username", body = ErrorBody),

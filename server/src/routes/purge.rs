@@ -78,7 +78,7 @@ async fn host_patterns(state: &AppState, caller: &Caller) -> Result<Vec<String>,
 /// progress is at GET /transactions/{transaction_id}. At most 2 requests per second per customer.
 #[utoipa::path(
     post, path = "/cache/purge", tag = "purge",
-    request_body(content = PurgeRequest, content_type = "application/json"),
+    request_body(content = edge_api::schema::PurgeRequestSchema, content_type = "application/json"),
     responses(
         (status = 303, description = "Submitted: `code` 201; Location is the transaction status", body = PurgeResponse),
         (status = 400, description = "Malformed JSON or a validation failure (`code` 400, every problem in details)", body = PurgeError),

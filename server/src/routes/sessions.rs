@@ -326,8 +326,9 @@ async fn put_session(
     Path(p): Path<SessionPath>,
     body: Bytes,
 ) -> AppResult<Response> {
+    // As documented: no body, `null`, or a session model.
     if !body.iter().all(u8::is_ascii_whitespace) {
-        serde_json::from_slice::<SessionModel>(&body).map_err(|e| AppError::BadRequest {
+        serde_json::from_slice::<Option<SessionModel>>(&body).map_err(|e| AppError::BadRequest {
             kind: "invalid_json",
             message: "The request body is not a valid session model.".into(),
             details: vec![e.to_string()],

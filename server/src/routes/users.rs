@@ -176,7 +176,7 @@ pub fn url_encode(s: &str) -> String {
 /// another registered source, a remote user of which only the role association is held.
 #[utoipa::path(
     post, path = "/users", tag = "users",
-    request_body = UserInput,
+    request_body = edge_api::schema::NewUserSchema,
     responses(
         (status = 201, description = "The user was created", body = User),
         (status = 400, description = "Invalid user (`invalid_user`, with every problem in details), username taken (`username_taken`), unknown source (`unknown_source`) or password policy (`password_policy`)", body = ErrorBody),
@@ -291,7 +291,7 @@ async fn get_user(
 #[utoipa::path(
     put, path = "/users/{user_id}", tag = "users",
     params(("user_id" = String, Path, description = "User id")),
-    request_body = UserInput,
+    request_body = edge_api::schema::UserUpdateSchema,
     responses(
         (status = 200, description = "The updated user", body = User),
         (status = 400, description = "Invalid change (`invalid_user` with details, `username_taken`)", body = ErrorBody),
