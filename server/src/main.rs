@@ -153,6 +153,13 @@ struct ServeArgs {
     /// Days finished tasks (and the purge transactions they track) are kept.
     #[arg(long, env = "EDGE_TASK_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=36500))]
     task_retention_days: i64,
+    /// /readyz fails while the data dir's file system has less free space than this (MiB).
+    #[arg(long, env = "EDGE_MIN_FREE_DISK_MB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    min_free_disk_mb: u64,
+    /// On SIGTERM, seconds to keep serving (not ready, closing every connection after its answer) before
+    /// stopping, so that a load balancer moves traffic away first. SIGINT stops without draining.
+    #[arg(long, env = "EDGE_DRAIN_SECS", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=600))]
+    drain_secs: u64,
 }
 
 #[derive(Subcommand)]
@@ -213,6 +220,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.audit_retention_days = args.audit_retention_days;
     settings.task_retention_days = args.task_retention_days;
     settings.stats_url = args.stats_url.clone();
+    settings.min_free_disk_bytes = args.min_free_disk_mb << 20;
+    settings.drain = Duration::from_secs(args.drain_secs);
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }
@@ -263,8 +272,13 @@ async fn seed_demo(state: &AppState, days: i64) -> anyhow::Result<Option<String>
 
 /// Takes the data dir for this process alone (released when the process ends).
 fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(data_dir)?;
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(data_dir.join(".lock"))?;
+    use anyhow::Context;
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+    let path = data_dir.join(".lock");
+    let lock =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| {
+            format!("the data dir {} must be writable: opening {}", data_dir.display(), path.display())
+        })?;
     lock.try_lock().map_err(|_| anyhow::anyhow!("another edge-server process is using {}", data_dir.display()))?;
     Ok(lock)
 }

@@ -416,10 +416,11 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
 }
 
 /// The router suites that run a second time on PostgreSQL: every test file of the server but those of the
-/// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability) and those that run on both
+/// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability, faults, openapi_rules) and those that run on both
 /// stores by themselves (store_contract, replicas).
 fn router_suites() -> Result<Vec<String>> {
-    const NOT_AGAIN: [&str; 6] = ["stats", "stats_clickhouse", "ingest", "durability", "store_contract", "replicas"];
+    const NOT_AGAIN: [&str; 8] =
+        ["stats", "stats_clickhouse", "ingest", "durability", "store_contract", "replicas", "faults", "openapi_rules"];
     let mut suites: Vec<String> = std::fs::read_dir(root().join("server/tests"))?
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;

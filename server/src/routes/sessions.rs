@@ -235,9 +235,13 @@ async fn get_current_session(
     Ok((StatusCode::CREATED, axum::Json(session_body(&caller.customer, &session_id, &session))).into_response())
 }
 
-/// The caller and its session id, when a session authenticated the request; 404 otherwise.
+/// The caller and its session id, when a session authenticated the request; 404 otherwise. A failure of storage
+/// stays what it is (503): a client that takes 404 for "logged out" must not sign its user out during a fault.
 fn current(caller: Result<Caller, AppError>, headers: &HeaderMap) -> AppResult<(Caller, String)> {
-    let caller = caller.map_err(|_| AppError::NotFound("session"))?;
+    let caller = caller.map_err(|e| match e {
+        AppError::Unavailable { .. } | AppError::Internal(_) => e,
+        _ => AppError::NotFound("session"),
+    })?;
     match (&caller.session, auth::session_cookie(headers)) {
         (Some(_), Some(id)) => Ok((caller, id)),
         _ => Err(AppError::NotFound("session")),

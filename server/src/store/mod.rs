@@ -329,6 +329,10 @@ pub enum StoreError {
     /// The database cannot be reached (or is too busy) now; nothing was written. It may answer again soon.
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
+    /// The storage under the database refuses to write (disk full, read-only file system, I/O error); nothing
+    /// was written. It works again once the cause is gone, without a restart.
+    #[error("storage is unavailable: {0}")]
+    Storage(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -338,6 +342,7 @@ impl From<sqlx::Error> for StoreError {
         match e {
             sqlx::Error::Encode(cause) if cause.is::<db::NulInText>() => StoreError::Invalid(cause.to_string()),
             e if unavailable(&e) => StoreError::Unavailable(e.to_string()),
+            e if storage_failure(&e) => StoreError::Storage(e.to_string()),
             e => StoreError::Other(e.into()),
         }
     }
@@ -367,6 +372,24 @@ fn unavailable(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether an error says the storage refuses to write for now: SQLite's SQLITE_FULL, SQLITE_READONLY,
+/// SQLITE_IOERR and SQLITE_CANTOPEN (with their extended codes), PostgreSQL's disk full (53100), out of
+/// memory (53200) and read-only transaction (25006); and a pooled connection left inside a transaction by a
+/// failed commit (sqlx refuses to begin on it; the pools now close such connections on release: `sqlite::open`).
+fn storage_failure(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::InvalidSavePointStatement | sqlx::Error::BeginFailed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            match code.parse::<i64>() {
+                Ok(sqlite) => matches!(sqlite & 0xff, 8 | 10 | 13 | 14),
+                Err(_) => matches!(&*code, "53100" | "53200" | "25006"),
+            }
+        }
+        _ => false,
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
@@ -375,6 +398,9 @@ pub trait Store: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     /// Answers when the database does (for readiness checks).
     async fn ping(&self) -> StoreResult<()>;
+    /// Writes a row of `server`'s (one small transaction): whether the database takes writes now, for readiness
+    /// checks (a full or read-only disk still answers reads).
+    async fn probe_write(&self, server: &str, now_ms: i64) -> StoreResult<()>;
 
     async fn customer_count(&self) -> StoreResult<u64>;
     /// Creates a customer and its first users in one transaction: all of them or nothing. The audit record is

@@ -529,6 +529,18 @@ impl Store for SqlStore {
         Ok(())
     }
 
+    async fn probe_write(&self, server: &str, now_ms: i64) -> StoreResult<()> {
+        query(
+            "INSERT INTO readiness_probe (server, probe_ms) VALUES ($1, $2) \
+             ON CONFLICT (server) DO UPDATE SET probe_ms = excluded.probe_ms",
+        )
+        .bind(server)
+        .bind(now_ms)
+        .execute(&self.db)
+        .await?;
+        Ok(())
+    }
+
     async fn customer_count(&self) -> StoreResult<u64> {
         let n: i64 = query("SELECT COUNT(*) FROM customers").scalar(&self.db).await?;
         Ok(n as u64)

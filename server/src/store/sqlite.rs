@@ -21,6 +21,17 @@ pub async fn open(data_dir: &Path) -> anyhow::Result<Db> {
         .busy_timeout(Duration::from_secs(10));
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
+        // A commit that fails (disk full, read-only file system) leaves sqlx's transaction depth of the
+        // connection at one while SQLite has rolled back, and sqlx then refuses every transaction on it ("begin
+        // at non-zero transaction depth"): once a pooled connection would be reused so, every write failed until
+        // a restart. On release, the queued rollback is flushed (a ping) and a connection still in a
+        // transaction is closed; the pool opens a fresh one when the disk is back.
+        .after_release(|conn, _| {
+            Box::pin(async move {
+                sqlx::Connection::ping(conn).await?;
+                Ok(!sqlx::Connection::is_in_transaction(conn))
+            })
+        })
         .connect_with(options)
         .await
         .with_context(|| format!("opening {}", path.display()))?;
