@@ -5,10 +5,7 @@
 
 use utoipa::{
     PartialSchema, ToSchema,
-    openapi::{
-        ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema,
-        schema::Type,
-    },
+    openapi::{ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema, schema::Type},
 };
 
 use crate::{COUNTRY_CODES, MATCH_MODES, PASSWORD_MIN_LENGTH, PURGE_ACTIONS};
@@ -49,7 +46,11 @@ pub fn host_pattern() -> Schema {
 
 /// The host patterns of a new property: each once, at most 5,000.
 pub fn host_patterns() -> Schema {
-    ArrayBuilder::new().items(RefOr::T(host_pattern())).unique_items(true).max_items(Some(crate::config::MAX_NODES)).into()
+    ArrayBuilder::new()
+        .items(RefOr::T(host_pattern()))
+        .unique_items(true)
+        .max_items(Some(crate::config::MAX_NODES))
+        .into()
 }
 
 /// A property name (`config::is_valid_property_name`).
@@ -115,7 +116,9 @@ impl PartialSchema for NewNetworkListSchema {
         OneOfBuilder::new()
             .item(variant("IP", ip_entry()))
             .item(variant("GEO", country_code()))
-            .description(Some("Body of POST /config/networklists: `type` IP with IP entries, or GEO with country codes."))
+            .description(Some(
+                "Body of POST /config/networklists: `type` IP with IP entries, or GEO with country codes.",
+            ))
             .into()
     }
 }
@@ -188,10 +191,7 @@ impl PartialSchema for NewUserSchema {
             .property("email", text().pattern(Some(EMAIL)).max_length(Some(254)))
             .property("phone_number", text().pattern(Some(PHONE)))
             .property("enabled", ObjectBuilder::new().schema_type(Type::Boolean))
-            .property(
-                "source",
-                ObjectBuilder::new().property("id", text()).required("id").property("uri", text()),
-            )
+            .property("source", ObjectBuilder::new().property("id", text()).required("id").property("uri", text()))
             .description(Some(
                 "Body of POST /users. A local user (source absent or `local`) needs a password; a user of a remote \
                  identity source (an id from GET /idps) holds only a role: password, full_name, email and \
