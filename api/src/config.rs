@@ -234,11 +234,52 @@ pub struct PropertySummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewProperty {
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::property_name))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schemas::property_name))]
     pub name: String,
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::host_patterns))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schemas::host_patterns))]
     pub host_patterns: Vec<String>,
+}
+
+/// What the fields of a new property accept, as JSON Schema for the OpenAPI document (server only): beside the
+/// checks they state, so that the two are read together.
+#[cfg(feature = "openapi")]
+pub mod schemas {
+    use utoipa::openapi::{ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema, schema::Type};
+
+    /// One DNS label: letters, digits and `-`, not at either end, at most 63.
+    pub const LABEL: &str = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+
+    fn text() -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::String)
+    }
+
+    /// A host name as `config::is_hostname` accepts it, lower case.
+    pub fn hostname_pattern() -> String {
+        format!("{LABEL}(?:\\.{LABEL})*")
+    }
+
+    /// A host pattern (`config::is_host_pattern`): a lower-case host name, or `*.` and one of at least two labels.
+    pub fn host_pattern() -> Schema {
+        OneOfBuilder::new()
+            .item(text().pattern(Some(format!("^{}$", hostname_pattern()))).max_length(Some(253)))
+            .item(text().pattern(Some(format!("^\\*\\.{LABEL}(?:\\.{LABEL})+$"))).max_length(Some(255)))
+            .description(Some(
+                "A lower-case host name (at most 253 characters), or `*.` and one of at least two labels (covering \
+             every host below it). A pattern belongs to one customer.",
+            ))
+            .into()
+    }
+
+    /// The host patterns of a new property: each once, at most 5,000.
+    pub fn host_patterns() -> Schema {
+        ArrayBuilder::new().items(RefOr::T(host_pattern())).unique_items(true).max_items(Some(super::MAX_NODES)).into()
+    }
+
+    /// A property name (`config::is_valid_property_name`).
+    pub fn property_name() -> Schema {
+        text().pattern(Some("^[a-z0-9][a-z0-9._-]{0,62}$")).into()
+    }
 }
 
 /// True for a property name: 1–63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a letter or digit.

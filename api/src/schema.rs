@@ -8,10 +8,8 @@ use utoipa::{
     openapi::{ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema, schema::Type},
 };
 
-use crate::{COUNTRY_CODES, MATCH_MODES, PASSWORD_MIN_LENGTH, PURGE_ACTIONS};
+use crate::{COUNTRY_CODES, MATCH_MODES, PASSWORD_MIN_LENGTH, PURGE_ACTIONS, config::schemas::LABEL};
 
-/// One DNS label: letters, digits and `-`, not at either end, at most 63.
-const LABEL: &str = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
 /// An IPv4 octet without leading zeros.
 const OCTET: &str = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
 /// An IPv6 address in its usual forms (without an embedded IPv4 part or a zone).
@@ -25,37 +23,6 @@ const IPV6: &str = concat!(
 
 fn text() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
-}
-
-/// A host name as `config::is_hostname` accepts it, lower case.
-pub fn hostname_pattern() -> String {
-    format!("{LABEL}(?:\\.{LABEL})*")
-}
-
-/// A host pattern (`config::is_host_pattern`): a lower-case host name, or `*.` and one of at least two labels.
-pub fn host_pattern() -> Schema {
-    OneOfBuilder::new()
-        .item(text().pattern(Some(format!("^{}$", hostname_pattern()))).max_length(Some(253)))
-        .item(text().pattern(Some(format!("^\\*\\.{LABEL}(?:\\.{LABEL})+$"))).max_length(Some(255)))
-        .description(Some(
-            "A lower-case host name (at most 253 characters), or `*.` and one of at least two labels (covering \
-             every host below it). A pattern belongs to one customer.",
-        ))
-        .into()
-}
-
-/// The host patterns of a new property: each once, at most 5,000.
-pub fn host_patterns() -> Schema {
-    ArrayBuilder::new()
-        .items(RefOr::T(host_pattern()))
-        .unique_items(true)
-        .max_items(Some(crate::config::MAX_NODES))
-        .into()
-}
-
-/// A property name (`config::is_valid_property_name`).
-pub fn property_name() -> Schema {
-    text().pattern(Some("^[a-z0-9][a-z0-9._-]{0,62}$")).into()
 }
 
 /// A name of 1 to 200 characters without control characters, not only spaces.

@@ -1,6 +1,7 @@
 //! `cargo xtask serve|test|build`: installs what a fresh machine lacks (skipping what is there), builds the
 //! console and the server, and runs every test.
 
+mod layers;
 mod size;
 mod tools;
 
@@ -39,6 +40,7 @@ const USAGE: &str = "usage:
                                      a realistic request mix against a demo server, and a bare axum handler
                                      for comparison (default 20 s each, 16 connections); with --cluster also
                                      through a load balancer in front of two replicas on PostgreSQL
+  cargo xtask layers                 no module imports one that imports it back (every crate of the workspace)
   cargo xtask fuzz-api [--examples N] [--min-requests N]
                                      schemathesis against every operation of /openapi.json on a demo server
                                      (default 25 examples per operation, at least 2,000 requests)";
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Some("perf-console") => perf_console(),
         Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
+        Some("layers") => layers_command(),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
@@ -221,6 +224,23 @@ fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("CHROMIUM", &tools.chromium);
     cmd
+}
+
+/// `cargo xtask layers`: prints every import cycle between modules; fails when there is one.
+fn layers_command() -> Result<ExitCode> {
+    let mut found = 0;
+    for (dir, root_file) in layers::CRATES {
+        for cycle in layers::cycles(&root().join(dir), root_file)? {
+            found += 1;
+            println!("{dir}: {} → {}", cycle.join(" → "), cycle[0]);
+        }
+    }
+    if found > 0 {
+        println!("xtask layers: {found} import cycle(s)");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("xtask layers: no import cycle");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
