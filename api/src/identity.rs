@@ -219,9 +219,12 @@ pub const ROLES: [(&str, &str); 3] = [
 /// The password policy of the local identity source; the server enforces it and the console shows it.
 pub const PASSWORD_MIN_LENGTH: usize = 12;
 
-/// Checks a new password against the policy: at least [`PASSWORD_MIN_LENGTH`] characters and not equal to the
-/// username. Returns the problem in words.
+/// Checks a new password against the policy: at least [`PASSWORD_MIN_LENGTH`] characters, at most
+/// [`crate::limits::MAX_PASSWORD_BYTES`] bytes, and not equal to the username. Returns the problem in words.
 pub fn check_password_policy(username: &str, password: &str) -> Result<(), String> {
+    if password.len() > crate::limits::MAX_PASSWORD_BYTES {
+        return Err(format!("The password must have at most {} bytes.", crate::limits::MAX_PASSWORD_BYTES));
+    }
     if password.chars().count() < PASSWORD_MIN_LENGTH {
         return Err(format!("The password must have at least {PASSWORD_MIN_LENGTH} characters."));
     }
@@ -243,6 +246,8 @@ mod tests {
         // Twelve characters counted as characters, not bytes.
         assert!(check_password_policy("alice", "ééééééééééé").is_err());
         assert!(check_password_policy("alice", "éééééééééééé").is_ok());
+        assert!(check_password_policy("alice", &"x".repeat(1024)).is_ok());
+        assert!(check_password_policy("alice", &"x".repeat(1025)).is_err());
     }
 
     #[test]

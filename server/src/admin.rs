@@ -16,14 +16,20 @@ pub fn new_id() -> String {
     hex::encode(bytes)
 }
 
-/// Checks a username: 1–128 characters, no colon (it would break HTTP Basic), no control characters or
-/// surrounding spaces.
+/// Checks a username: 1–128 characters and at most 256 bytes, no colon (it would break HTTP Basic), no control
+/// characters or surrounding spaces, and not a reserved name (`system` names the server in the audit log).
 pub fn check_username(username: &str) -> Result<(), String> {
-    if username.is_empty() || username.chars().count() > 128 {
-        return Err("A username has 1 to 128 characters.".into());
+    use edge_api::limits::{MAX_USERNAME_BYTES, MAX_USERNAME_CHARS, RESERVED_USERNAMES, over_chars};
+    if username.is_empty() || over_chars(username, MAX_USERNAME_CHARS) || username.len() > MAX_USERNAME_BYTES {
+        return Err(format!(
+            "A username has 1 to {MAX_USERNAME_CHARS} characters and at most {MAX_USERNAME_BYTES} bytes."
+        ));
     }
     if username.contains(':') || username.chars().any(char::is_control) || username.trim() != username {
         return Err("A username may not contain a colon, control characters or surrounding spaces.".into());
+    }
+    if RESERVED_USERNAMES.iter().any(|r| r.eq_ignore_ascii_case(username)) {
+        return Err(format!("{username:?} is reserved (the audit log names the server so)."));
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use axum::{
     http::{HeaderMap, header, request::Parts},
 };
 use base64::Engine;
+use edge_api::limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -68,7 +69,8 @@ pub struct Caller {
     pub password_only: bool,
 }
 
-/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header.
+/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header; 400
+/// `credentials_too_long` beyond the limits.
 pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
     let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
     let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
@@ -80,6 +82,14 @@ pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, Strin
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
     let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
     let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
+    // Before anything counts, checks or records the attempt: an oversized name would be a throttle key and an
+    // audit record, an oversized password work for the hash.
+    if user.len() > MAX_USERNAME_BYTES || password.len() > MAX_PASSWORD_BYTES {
+        return Err(AppError::bad_request(
+            "credentials_too_long",
+            format!("A username has at most {MAX_USERNAME_BYTES} bytes and a password at most {MAX_PASSWORD_BYTES}."),
+        ));
+    }
     Ok(Some((user.to_string(), password.to_string())))
 }
 
@@ -214,7 +224,17 @@ impl PasswordLogin<'_> {
     async fn failed(&self, state: &AppState, user: Option<&UserRecord>, reason: &str, error: AppError) -> AppError {
         let now = state.clock.now_ms();
         let lockouts = settle(state, &self.key(), Outcome::Failed).await;
-        let Some(customer) = self.customer else { return error };
+        let Some(customer) = self.customer else {
+            // No audit log exists to record it in: the server's log does, so an operator sees guessing of
+            // customer names too.
+            tracing::warn!(
+                customer = %edge_api::limits::cut(self.customer_name, 64),
+                username = %edge_api::limits::cut(self.username, 64),
+                addr = %self.addr,
+                "failed login under a customer that does not exist"
+            );
+            return error;
+        };
         let (actor, target) = match user {
             Some(u) => (Actor::User { id: u.id.clone(), name: u.username.clone() }, Target::user(u)),
             None => (

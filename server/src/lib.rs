@@ -182,6 +182,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api)
         .fallback(web::static_or_not_found)
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(middleware::from_fn(web::bounded_request))
         .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, csp))
         .layer(middleware::from_fn(web::security_headers))
         .layer(

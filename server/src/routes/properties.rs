@@ -14,6 +14,7 @@ use edge_api::{
         Change, ConfigDocument, ConfigVersion, HostPattern, MAX_NODES, NewProperty, PropertyConfig, PropertySummary,
         ReadOnly, UpdatePropertyModel, diff, is_valid_property_name,
     },
+    limits::{MAX_COMMENT_CHARS, over_chars},
     paths,
 };
 use serde::Deserialize;
@@ -280,6 +281,12 @@ async fn put_config(
     headers: HeaderMap,
     Json(update): Json<UpdatePropertyModel>,
 ) -> AppResult<Response> {
+    if over_chars(&update.comment, MAX_COMMENT_CHARS) {
+        return Err(AppError::bad_request(
+            "invalid_config",
+            format!("comment: at most {MAX_COMMENT_CHARS} characters (every version keeps its comment)."),
+        ));
+    }
     let (property, current) = find(&state, &caller, &p.property_name).await?;
     let if_match = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::trim);
     let Some(if_match) = if_match.filter(|v| !v.is_empty() && *v != "*") else {

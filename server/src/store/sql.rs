@@ -120,6 +120,7 @@ async fn insert_audit(tx: &mut Tx, e: &AuditEvent) -> StoreResult<()> {
 }
 
 fn audit_insert(e: &AuditEvent) -> Query {
+    let e = &e.clone().bounded();
     let (actor_type, actor_id, actor_name) = match &e.actor {
         Actor::User { id, name } => ("user", Some(id.as_str()), name.as_str()),
         Actor::Unknown(name) => ("user", None, name.as_str()),
@@ -1548,7 +1549,8 @@ impl Store for SqlStore {
         limit: u64,
     ) -> StoreResult<(Vec<AuditEntry>, u64)> {
         let filter = "a.customer_id = $1 AND ($2 IS NULL OR a.time_ms >= $2) AND ($3 IS NULL OR a.time_ms < $3)
-             AND ($4 IS NULL OR a.actor_id = $4 OR a.actor_name = $4)
+             AND ($4 IS NULL OR (CASE WHEN $4 = 'system' THEN a.actor_type = 'system'
+                                      ELSE (a.actor_id = $4 OR a.actor_name = $4) END))
              AND ($5 IS NULL OR a.operation = $5 OR a.operation LIKE $6 ESCAPE '\\')
              AND ($7 IS NULL OR a.target_type = $7) AND ($8 IS NULL OR a.target_id = $8)";
         let prefix = f.operation.as_deref().map(|op| format!("{}.%", escape_like(op)));
