@@ -276,3 +276,80 @@ fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal()
         assert!(screen.contains(" records/s"), "{screen}");
     }
 }
+
+/// Basic credentials of `user` with the test password.
+fn basic(user: &str) -> String {
+    use base64::Engine;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{PASSWORD}")))
+}
+
+/// POSTs `body` as `user` of `customer`; the status (any, not only 2xx).
+fn post_json(base: &str, customer: &str, user: &str, path: &str, body: serde_json::Value) -> u16 {
+    match ureq::post(&format!("{base}/{customer}/v1{path}")).set("Authorization", &basic(user)).send_json(body) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(status, _)) => status,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn an_operator_moves_a_host_to_another_customer_with_host_release() {
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
+    assert!(customer_add(&dir, "globex", "boss").status.success());
+    let (mut child, base, _) = serve(&dir);
+    let base = base.expect("the server listens");
+    let shop = serde_json::json!({"name": "shop", "host_patterns": ["www.shop.example", "m.shop.example"]});
+    assert_eq!(post_json(&base, "acme", "root", "/properties", shop.clone()), 201);
+    assert_eq!(post_json(&base, "globex", "boss", "/properties", shop.clone()), 409, "acme's hosts");
+
+    let out = dir.edge(&["host", "show", "www.shop.example"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "www.shop.example is claimed by customer `acme`, property `shop`"
+    );
+    // Released while the server runs: a new version of acme's configuration without it.
+    for host in ["www.shop.example", "m.shop.example"] {
+        let out = dir.edge(&["host", "release", host]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("Released {host} from customer `acme`")));
+    }
+    let out = dir.edge(&["host", "release", "www.shop.example"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no property claims the host pattern"));
+    assert_eq!(post_json(&base, "globex", "boss", "/properties", shop), 201, "now globex's");
+    let config: serde_json::Value = ureq::get(&format!("{base}/acme/v1/properties/shop/config"))
+        .set("Authorization", &basic("root"))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!((config["version"].as_u64(), config["author"].as_str()), (Some(3), Some("system")));
+    assert_eq!(config["config"]["host_patterns"], serde_json::json!([]));
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_failed_login_under_a_customer_that_does_not_exist_is_in_the_server_log() {
+    let dir = Place::new();
+    let (mut child, base, errors) = serve(&dir);
+    let base = base.expect("the server listens");
+    let status = match ureq::post(&format!("{base}/nosuchcustomer/v1/sessions"))
+        .set("Authorization", &basic("mallory"))
+        .call()
+    {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(status, _)) => status,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(status, 401);
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let log = errors.join().unwrap();
+    let line = log.lines().find(|l| l.contains("failed login under a customer that does not exist"));
+    let line = line.unwrap_or_else(|| panic!("no such line: {log}"));
+    assert!(line.contains("customer=nosuchcustomer") && line.contains("username=mallory"), "{line}");
+    assert!(line.contains("addr=127.0.0.1"), "{line}");
+}

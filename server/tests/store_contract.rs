@@ -72,6 +72,7 @@ contract!(
     two_factor_and_code_replay,
     tasks_filtered_paged_and_pruned,
     properties_and_compare_and_swap,
+    host_claims_are_one_propertys_across_customers,
     purges_and_their_rate_limit,
     network_lists_and_their_limit,
     identity_sources,
@@ -510,6 +511,113 @@ async fn properties_and_compare_and_swap(store: Arc<dyn Store>) {
     assert!(store.update_property_config(p.id, 2, &v3, &[], &deploy("d3"), &event).await.unwrap());
     assert_eq!(store.config_version_with_content(p.id, &hash).await.unwrap(), Some(3), "the newest");
     assert_eq!(store.config_version_with_content(p.id, "0000000000000000").await.unwrap(), None);
+}
+
+/// Customer `globex` with admin `gina` (id `u-gina`).
+async fn globex(store: &dyn Store) -> Customer {
+    let c = NewCustomer { name: "globex".into(), display_name: "Globex".into(), contact_email: String::new() };
+    let target = Target { kind: "account", id: "globex".into(), name: "globex".into() };
+    store
+        .create_customer(c, &[user("u-gina", "gina", "admin")], T0, &audit(0, op::CUSTOMER_CREATE, target))
+        .await
+        .unwrap()
+}
+
+/// A configuration of property `name` with these host patterns, as stored.
+fn hosts_config(name: &str, hosts: &[&str]) -> String {
+    let patterns: Vec<_> = hosts.iter().map(|h| serde_json::json!({"id": h, "pattern": h})).collect();
+    serde_json::json!({"name": name, "host_patterns": patterns}).to_string()
+}
+
+/// Creates property `name` of `c` claiming `hosts`.
+async fn create_with_hosts(
+    store: Arc<dyn Store>,
+    c: Customer,
+    name: String,
+    hosts: Vec<String>,
+) -> Result<edge_server::store::PropertyRecord, StoreError> {
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let event = audit(c.id, op::PROPERTY_CREATE, Target::property(&name));
+    let task = task(c.id, &format!("{}-{name}", c.name), "config.deploy", T0, T0 + 5000, false);
+    store.create_property(c.id, &name, &version(1, &hosts_config(&name, &hosts)), &[], &task, &event).await
+}
+
+async fn host_claims_are_one_propertys_across_customers(store: Arc<dyn Store>) {
+    let (acme, globex) = (acme(store.as_ref()).await, globex(store.as_ref()).await);
+    let create = |c: &Customer, name: &str, hosts: &[&str]| {
+        create_with_hosts(store.clone(), c.clone(), name.to_string(), hosts.iter().map(|h| h.to_string()).collect())
+    };
+    let claimed = |e: Result<_, StoreError>| matches!(e, Err(StoreError::HostClaimed(_)));
+    let shop = create(&acme, "shop", &["www.shop.example", "*.img.shop.example"]).await.unwrap();
+    assert_eq!(store.host_claims(acme.id).await.unwrap(), ["*.img.shop.example", "www.shop.example"]);
+    let (owner, property) = store.host_claim("www.shop.example").await.unwrap().unwrap();
+    assert_eq!((owner.name.as_str(), property.name.as_str()), ("acme", "shop"));
+    assert_eq!(store.host_claim("shop.example").await.unwrap(), None);
+
+    // Another customer: not the same pattern, nor one covering or covered by acme's; nothing of it is stored.
+    for hosts in [&["www.shop.example"][..], &["*.shop.example"], &["a.img.shop.example"], &["*.x.img.shop.example"]] {
+        assert!(claimed(create(&globex, "shop", hosts).await), "{hosts:?}");
+    }
+    assert_eq!(store.property(globex.id, "shop").await.unwrap(), None);
+    assert_eq!(store.task(globex.id, "globex-shop").await.unwrap(), None);
+    assert!(store.host_claims(globex.id).await.unwrap().is_empty());
+    // The same account: an overlapping pattern in another property is its own routing; the same one is not.
+    create(&acme, "cdn", &["a.img.shop.example"]).await.unwrap();
+    assert!(claimed(create(&acme, "blog", &["www.shop.example"]).await));
+
+    // An update releases what it no longer lists and claims what it adds, refused like a creation.
+    let event = audit(acme.id, op::CONFIG_UPDATE, Target::property("shop"));
+    let next = version(2, &hosts_config("shop", &["*.img.shop.example", "m.shop.example"]));
+    assert!(
+        store
+            .update_property_config(
+                shop.id,
+                1,
+                &next,
+                &[],
+                &task(acme.id, "u2", "config.deploy", T0, T0, false),
+                &event
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.host_claims(acme.id).await.unwrap(),
+        ["*.img.shop.example", "a.img.shop.example", "m.shop.example"]
+    );
+    create(&globex, "shop", &["www.shop.example"]).await.unwrap();
+    let taken = version(3, &hosts_config("shop", &["*.img.shop.example", "www.shop.example"]));
+    let refused = store
+        .update_property_config(shop.id, 2, &taken, &[], &task(acme.id, "u3", "config.deploy", T0, T0, false), &event)
+        .await;
+    assert!(matches!(refused, Err(StoreError::HostClaimed(_))), "{refused:?}");
+    assert_eq!(
+        store.property(acme.id, "shop").await.unwrap().unwrap().0.version,
+        2,
+        "the refused update stored nothing"
+    );
+
+    // Two customers claiming overlapping patterns at once: one of them gets them all.
+    let racers: Vec<_> = (0..12)
+        .map(|i| {
+            let (c, hosts) = if i % 2 == 0 {
+                (acme.clone(), vec!["*.race.example".to_string()])
+            } else {
+                (globex.clone(), vec![format!("h{i}.race.example")])
+            };
+            let store = store.clone();
+            tokio::spawn(async move {
+                let name = c.name.clone();
+                create_with_hosts(store, c, format!("race-{i}"), hosts).await.is_ok().then_some(name)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for r in racers {
+        winners.extend(r.await.unwrap());
+    }
+    assert!(!winners.is_empty());
+    assert!(winners.iter().all(|w| *w == winners[0]), "one customer owns race.example: {winners:?}");
 }
 
 fn deploy_task(customer: i64, i: usize) -> TaskRecord {

@@ -320,6 +320,10 @@ pub enum StoreError {
     /// The change would leave the customer without an enabled administrator.
     #[error("the last administrator")]
     LastAdmin,
+    /// A host pattern is claimed by another property (of this customer or another) or overlaps another
+    /// customer's; nothing was written. The text names the pattern, never the other customer.
+    #[error("{0}")]
+    HostClaimed(String),
     /// A limit would be exceeded; nothing was written.
     #[error("{0}")]
     Limit(String),
@@ -477,7 +481,10 @@ pub trait Store: Send + Sync + 'static {
         name: &str,
     ) -> StoreResult<Option<(PropertyRecord, ConfigVersionRecord)>>;
     /// Creates a property with its first configuration (version 1) and its deployment task; `nodes` are the
-    /// read-only parts of its nodes (see [`Store::property_nodes`]).
+    /// read-only parts of its nodes (see [`Store::property_nodes`]). The configuration's host patterns become
+    /// the property's claims in the same transaction: [`StoreError::HostClaimed`] (and nothing stored) when
+    /// another property of the customer claims one of them, or another customer the same or an overlapping
+    /// pattern (`*.example.com` overlaps `a.example.com`).
     async fn create_property(
         &self,
         customer: CustomerId,
@@ -489,7 +496,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<PropertyRecord>;
     /// Stores `next` as the property's new current configuration if the current version is still
     /// `expected_version` (compare and swap), with its deployment task and the read-only parts of its new
-    /// nodes. False when another update came first.
+    /// nodes, and its host patterns as the property's claims (released when no longer listed; refused as for
+    /// [`Store::create_property`]). False when another update came first.
     async fn update_property_config(
         &self,
         property_id: i64,
@@ -506,6 +514,11 @@ pub trait Store: Send + Sync + 'static {
     async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>>;
     /// The newest version whose content has this hash (see [`crate::config::content_hash`]), if any.
     async fn config_version_with_content(&self, property_id: i64, content_hash: &str) -> StoreResult<Option<u64>>;
+
+    /// The host patterns the customer's properties claim (see [`Store::create_property`]), in order.
+    async fn host_claims(&self, customer: CustomerId) -> StoreResult<Vec<String>>;
+    /// Who claims a host pattern: the customer and its property.
+    async fn host_claim(&self, pattern: &str) -> StoreResult<Option<(Customer, PropertyRecord)>>;
 
     /// Stores a purge with its task; returns the transaction id, which is also the audit record's target id.
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64>;

@@ -384,6 +384,115 @@ async fn insert_nodes(tx: &mut Tx, property_id: i64, nodes: &[ReadOnly]) -> Stor
     Ok(())
 }
 
+/// The host patterns of a stored configuration (JSON), which its property claims.
+fn hosts_of(config: &str) -> StoreResult<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Hosts {
+        #[serde(default)]
+        host_patterns: Vec<Pattern>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Pattern {
+        pattern: String,
+    }
+    let hosts: Hosts = serde_json::from_str(config).map_err(|e| anyhow::anyhow!("a configuration to store: {e}"))?;
+    Ok(hosts.host_patterns.into_iter().map(|h| h.pattern).collect())
+}
+
+/// The wildcard patterns that cover `pattern`: for `a.b.example.com` (or `*.b.example.com`) they are
+/// `*.b.example.com`, `*.example.com` and `*.com`.
+fn covering_wildcards(pattern: &str) -> Vec<String> {
+    let host = pattern.strip_prefix("*.").unwrap_or(pattern);
+    let mut covering = Vec::new();
+    let mut rest = host;
+    while let Some((_, parent)) = rest.split_once('.') {
+        covering.push(format!("*.{parent}"));
+        rest = parent;
+    }
+    covering
+}
+
+/// Makes `hosts` the host patterns claimed by property `property_id` of `customer`, in the transaction that
+/// stores its configuration: claims it no longer lists are released; a new one is refused
+/// ([`StoreError::HostClaimed`]) when another property of the customer claims the same pattern, or another
+/// customer claims the same, a covering or a covered one. On PostgreSQL every claim takes one advisory lock,
+/// so two customers cannot claim overlapping patterns at once; SQLite's writers run one at a time.
+async fn claim_hosts(tx: &mut Tx, customer: CustomerId, property_id: i64, hosts: &[String]) -> StoreResult<()> {
+    tx.lock_keys(&["host_claims"]).await?;
+    let held: Vec<String> = query("SELECT pattern FROM host_claims WHERE property_id = $1")
+        .bind(property_id)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.at(0))
+        .collect::<Result<_, _>>()?;
+    let wanted: std::collections::HashSet<&str> = hosts.iter().map(String::as_str).collect();
+    for gone in held.iter().filter(|h| !wanted.contains(h.as_str())) {
+        query("DELETE FROM host_claims WHERE pattern = $1").bind(gone).execute(&mut *tx).await?;
+    }
+    let held: std::collections::HashSet<&str> = held.iter().map(String::as_str).collect();
+    let mut new: Vec<&str> = wanted.into_iter().filter(|h| !held.contains(h)).collect();
+    new.sort_unstable();
+    let taken = |pattern: &str, theirs: &str, other_customer: bool| {
+        let by = if other_customer { "another account" } else { "another property of this account" };
+        StoreError::HostClaimed(if pattern == theirs {
+            format!("{pattern} is claimed by {by}")
+        } else {
+            format!("{pattern} overlaps {theirs}, which is claimed by {by}")
+        })
+    };
+    for chunk in new.chunks(200) {
+        // The same pattern anywhere, or a wildcard covering it at another customer.
+        let mut candidates: Vec<String> = Vec::new();
+        for p in chunk {
+            candidates.push(p.to_string());
+            candidates.extend(covering_wildcards(p));
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let marks: Vec<String> = (0..candidates.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT pattern, customer_id FROM host_claims WHERE property_id <> $1 AND pattern IN ({})",
+            marks.join(", ")
+        );
+        let rows = candidates.iter().fold(query(sql).bind(property_id), |q, c| q.bind(c)).fetch_all(&mut *tx).await?;
+        for row in &rows {
+            let (theirs, owner): (String, i64) = (row.get("pattern")?, row.get("customer_id")?);
+            for p in chunk {
+                let same = *p == theirs;
+                let covered = covering_wildcards(p).contains(&theirs);
+                if same || (covered && owner != customer) {
+                    return Err(taken(p, &theirs, owner != customer));
+                }
+            }
+        }
+        // What a new wildcard covers at another customer.
+        for p in chunk.iter().filter(|p| p.starts_with("*.")) {
+            let under = format!("%{}", escape_like(&p[1..]));
+            let theirs: Option<String> = query(
+                "SELECT pattern FROM host_claims WHERE customer_id <> $1 AND pattern LIKE $2 ESCAPE '\\'
+                 ORDER BY pattern LIMIT 1",
+            )
+            .bind(customer)
+            .bind(under)
+            .optional_scalar(&mut *tx)
+            .await?;
+            if let Some(theirs) = theirs {
+                return Err(taken(p, &theirs, true));
+            }
+        }
+        for p in chunk {
+            query("INSERT INTO host_claims (pattern, customer_id, property_id) VALUES ($1, $2, $3)")
+                .bind(*p)
+                .bind(customer)
+                .bind(property_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 const PROPERTY_WITH_CURRENT: &str =
     "SELECT p.id, p.customer_id, p.name, p.version, v.etag, v.config, v.author, v.created_ms, v.comment
      FROM properties p JOIN property_versions v ON v.property_id = p.id AND v.version = p.version";
@@ -953,6 +1062,7 @@ impl Store for SqlStore {
             .map_err(conflict("property"))?;
         insert_version(&mut tx, id, first).await?;
         insert_nodes(&mut tx, id, nodes).await?;
+        claim_hosts(&mut tx, customer, id, &hosts_of(&first.config)?).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
@@ -979,8 +1089,11 @@ impl Store for SqlStore {
         if done == 0 {
             return Ok(false);
         }
+        let customer: i64 =
+            query("SELECT customer_id FROM properties WHERE id = $1").bind(property_id).scalar(&mut tx).await?;
         insert_version(&mut tx, property_id, next).await?;
         insert_nodes(&mut tx, property_id, new_nodes).await?;
+        claim_hosts(&mut tx, customer, property_id, &hosts_of(&next.config)?).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
@@ -1040,6 +1153,35 @@ impl Store for SqlStore {
         .optional_scalar(&self.db)
         .await?;
         Ok(version.map(|v| v as u64))
+    }
+
+    async fn host_claims(&self, customer: CustomerId) -> StoreResult<Vec<String>> {
+        let rows = query("SELECT pattern FROM host_claims WHERE customer_id = $1 ORDER BY pattern")
+            .bind(customer)
+            .fetch_all(&self.db)
+            .await?;
+        Ok(rows.iter().map(|r| r.at(0)).collect::<Result<_, _>>()?)
+    }
+
+    async fn host_claim(&self, pattern: &str) -> StoreResult<Option<(Customer, PropertyRecord)>> {
+        let row = query(
+            "SELECT c.*, p.id AS p_id, p.name AS p_name, p.version AS p_version
+             FROM host_claims h JOIN customers c ON c.id = h.customer_id JOIN properties p ON p.id = h.property_id
+             WHERE h.pattern = $1",
+        )
+        .bind(pattern)
+        .fetch_optional(&self.db)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let customer = customer_from_row(&row)?;
+        let version: i64 = row.get("p_version")?;
+        let property = PropertyRecord {
+            id: row.get("p_id")?,
+            customer_id: customer.id,
+            name: row.get("p_name")?,
+            version: version as u64,
+        };
+        Ok(Some((customer, property)))
     }
 
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64> {
