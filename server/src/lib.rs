@@ -133,6 +133,8 @@ pub struct AppState {
     pub fleet: Arc<dyn Fleet>,
     /// The statistics engine.
     pub stats: Arc<dyn StatsEngine>,
+    /// Login attempts of this process waiting for others of their keys to be settled.
+    pub login_waits: Arc<throttle::Waits>,
 }
 
 impl AppState {
@@ -162,6 +164,7 @@ impl AppState {
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,
+            login_waits: Arc::default(),
             settings: Arc::new(settings),
         })
     }

@@ -81,6 +81,7 @@ contract!(
     audit_records_filtered_and_pruned,
     login_throttling_counts,
     login_throttling_under_parallel_attempts,
+    wrong_codes_are_counted_per_account_whatever_the_address,
     text_with_nul_is_refused,
 );
 
@@ -959,7 +960,10 @@ async fn login_throttling_counts(store: Arc<dyn Store>) {
     assert_eq!(s.reserve_login(0, &bob).await.unwrap(), Decision::Proceed { doublings: Some(0) }, "slowed after 3");
     assert!(s.settle_login(0, &bob, Outcome::Failed).await.unwrap().is_empty());
     // Usernames count without regard to case.
-    let verdict = throttle::reserve(s, 0, &key("BOB", "203.0.113.7"), Duration::from_millis(100)).await.unwrap();
+    let verdict =
+        throttle::reserve(s, &throttle::Waits::default(), 0, &key("BOB", "203.0.113.7"), Duration::from_millis(100))
+            .await
+            .unwrap();
     assert_eq!(verdict, Verdict::Proceed(Duration::from_millis(200)));
     s.settle_login(0, &bob, Outcome::Failed).await.unwrap();
     for _ in 0..4 {
@@ -1018,15 +1022,18 @@ async fn login_throttling_counts(store: Arc<dyn Store>) {
 
 async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
     // 30 guesses at once for one username from one address: exactly the limit is checked, the rest refused.
+    // Settlements wake the waiting attempts of this process, as the server's do.
     let bob = key("bob", "203.0.113.7");
+    let waits = Arc::new(throttle::Waits::default());
     let guesses: Vec<_> = (0..30)
         .map(|_| {
-            let (store, bob) = (store.clone(), bob.clone());
+            let (store, bob, waits) = (store.clone(), bob.clone(), waits.clone());
             tokio::spawn(async move {
-                match throttle::reserve(store.as_ref(), 0, &bob, Duration::ZERO).await.unwrap() {
+                match throttle::reserve(store.as_ref(), &waits, 0, &bob, Duration::ZERO).await.unwrap() {
                     Verdict::Proceed(_) => {
                         tokio::time::sleep(Duration::from_millis(20)).await;
-                        store.settle_login(0, &bob, Outcome::Failed).await.unwrap();
+                        let locked = store.settle_login(0, &bob, Outcome::Failed).await.unwrap();
+                        waits.settled(&bob, !locked.is_empty());
                         true
                     }
                     Verdict::Refuse { .. } => false,
@@ -1039,14 +1046,17 @@ async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
         checked += g.await.unwrap() as usize;
     }
     assert_eq!(checked, throttle::PAIR_LOCK_AFTER as usize);
+    assert_eq!(waits.keys_waited_on(), 0, "nothing kept once no one waits");
 
     // With the right password they are released: all go through, waiting for pending ones rather than refused.
+    // Each waits on its own, as on replicas of their own: only the back-off finds the settlements.
     let carol = key("carol", "203.0.113.8");
     let logins: Vec<_> = (0..30)
         .map(|_| {
             let (store, carol) = (store.clone(), carol.clone());
             tokio::spawn(async move {
-                let verdict = throttle::reserve(store.as_ref(), 0, &carol, Duration::ZERO).await.unwrap();
+                let waits = throttle::Waits::default();
+                let verdict = throttle::reserve(store.as_ref(), &waits, 0, &carol, Duration::ZERO).await.unwrap();
                 store.settle_login(0, &carol, Outcome::Succeeded).await.unwrap();
                 verdict
             })
@@ -1055,6 +1065,44 @@ async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
     for l in logins {
         assert!(matches!(l.await.unwrap(), Verdict::Proceed(_)));
     }
+}
+
+async fn wrong_codes_are_counted_per_account_whatever_the_address(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let with_code = |addr: &str| key("dave", addr).with_code(true);
+    // A wrong password with a code is no guess of the code.
+    assert!(matches!(s.reserve_login(0, &with_code("198.51.100.1")).await.unwrap(), Decision::Proceed { .. }));
+    assert!(s.settle_login(0, &with_code("198.51.100.1"), Outcome::Failed).await.unwrap().is_empty());
+    // Wrong codes, each from its own address: the fifth locks the account's codes, reported once.
+    for i in 1..=throttle::CODE_LOCK_AFTER {
+        let k = with_code(&format!("203.0.113.{i}"));
+        assert!(matches!(s.reserve_login(i.into(), &k).await.unwrap(), Decision::Proceed { .. }), "code {i}");
+        let locks = s.settle_login(i.into(), &k, Outcome::FailedCode).await.unwrap();
+        assert_eq!(locks, if i == throttle::CODE_LOCK_AFTER { vec![Lockout::Codes] } else { vec![] }, "code {i}");
+    }
+    let fresh = with_code("192.0.2.1");
+    assert_eq!(s.reserve_login(1000, &fresh).await.unwrap(), Decision::Refuse { retry_after_secs: 900 });
+    assert_eq!(s.login_decision(1000, &fresh).await.unwrap(), Decision::Refuse { retry_after_secs: 900 });
+    // The password alone is not held back by it.
+    assert!(matches!(s.reserve_login(1000, &key("dave", "192.0.2.1")).await.unwrap(), Decision::Proceed { .. }));
+    s.settle_login(1000, &key("dave", "192.0.2.1"), Outcome::Released).await.unwrap();
+    // Pending code checks count against the limit: with four wrong ones, a second at once waits.
+    let eve = |addr: &str| key("eve", addr).with_code(true);
+    for i in 1..throttle::CODE_LOCK_AFTER {
+        let k = eve(&format!("203.0.113.{i}"));
+        s.reserve_login(0, &k).await.unwrap();
+        s.settle_login(0, &k, Outcome::FailedCode).await.unwrap();
+    }
+    assert!(matches!(s.reserve_login(0, &eve("192.0.2.7")).await.unwrap(), Decision::Proceed { .. }));
+    assert_eq!(s.reserve_login(0, &eve("192.0.2.8")).await.unwrap(), Decision::Wait);
+    assert_eq!(s.login_decision(0, &eve("192.0.2.8")).await.unwrap(), Decision::Wait);
+    s.settle_login(0, &eve("192.0.2.7"), Outcome::Released).await.unwrap();
+    // An administrator's reset forgives them; so does a window without wrong codes.
+    s.forgive_logins("acme", "DAVE").await.unwrap();
+    assert!(matches!(s.reserve_login(1000, &fresh).await.unwrap(), Decision::Proceed { .. }));
+    s.settle_login(1000, &fresh, Outcome::Released).await.unwrap();
+    let later = throttle::WINDOW_MS + 10;
+    assert!(matches!(s.reserve_login(later, &eve("192.0.2.9")).await.unwrap(), Decision::Proceed { .. }));
 }
 
 async fn text_with_nul_is_refused(store: Arc<dyn Store>) {

@@ -634,10 +634,18 @@ pub trait Store: Send + Sync + 'static {
     /// Login throttling (see [`crate::throttle`]): decides on an attempt from the counts of its keys and, when
     /// it may go on, counts it as pending and makes it the keys' latest activity, in one step.
     async fn reserve_login(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision>;
-    /// Settles an attempt counted by [`Store::reserve_login`]: a failure is counted on each key (returning the
-    /// locks it brings about, each reported once per window), a success clears the username's failures (from
-    /// this address and from anywhere), a released attempt is only taken back.
+    /// Settles an attempt counted by [`Store::reserve_login`]: a failure is counted on each key (a wrong
+    /// password not under the account's codes; returning the locks it brings about, each reported once per
+    /// window), a success clears the username's failures (from this address, from anywhere, and of its codes), a
+    /// released attempt is only taken back.
     async fn settle_login(&self, now_ms: i64, key: &LoginKey, outcome: Outcome) -> StoreResult<Vec<Lockout>>;
+    /// What [`Store::reserve_login`] would decide now, read without reserving anything or taking the write
+    /// lock (a waiting attempt asks this first).
+    async fn login_decision(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision>;
+    /// Forgets the failures of a username from every address and of its one-time codes (an administrator reset
+    /// its password: whoever guessed with the old one is shut out anyway). Locks of the username from single
+    /// addresses stay.
+    async fn forgive_logins(&self, customer: &str, username: &str) -> StoreResult<()>;
     /// Forgets counts whose window has passed and pending attempts that expired; returns how many.
     async fn prune_logins(&self, now_ms: i64) -> StoreResult<u64>;
     /// Takes a token from the customer's purge bucket (see [`crate::throttle::purge`]); when there is none, the

@@ -579,38 +579,31 @@ async fn touch_list(tx: &mut Tx, list_id: &str, modified_ms: i64) -> Result<(), 
     Ok(())
 }
 
-/// The three keys a login attempt is counted under (see [`crate::throttle`]), as stored: unambiguous JSON.
-fn throttle_keys(key: &LoginKey) -> [String; 3] {
-    let addr = key.addr.to_string();
-    let json = |parts: &[&str]| serde_json::to_string(parts).unwrap_or_default();
-    [
-        json(&["pair", &key.customer, &key.username, &addr]),
-        json(&["addr", &addr]),
-        json(&["user", &key.customer, &key.username]),
-    ]
+/// The queries of what is stored of `keys` (see [`LoginKey::stored`]) at `now_ms`: their failures, and their
+/// pending reservations; read by [`throttle_counts`].
+fn throttle_queries(keys: &[Option<String>; 4], now_ms: i64) -> (Query, Query) {
+    let failures = query("SELECT key, failures, last_ms FROM login_failures WHERE key IN ($1, $2, $3, $4)");
+    let failures = keys.iter().fold(failures, |q, k| q.bind(k.as_deref()));
+    let pending = query(
+        "SELECT (SELECT COUNT(*) FROM login_pending WHERE pair_key = $1 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE addr_key = $2 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE user_key = $3 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE code_key = $4 AND expires_ms > $5)",
+    );
+    let pending = keys.iter().fold(pending, |q, k| q.bind(k.as_deref())).bind(now_ms);
+    (failures, pending)
 }
 
 /// What the stored counts of `keys` say at `now_ms`: failures still in the window, pending reservations.
-async fn throttle_counts(tx: &mut Tx, keys: &[String; 3], now_ms: i64) -> StoreResult<[Option<Count>; 3]> {
-    let rows = query("SELECT key, failures, last_ms FROM login_failures WHERE key IN ($1, $2, $3)")
-        .bind(&keys[0])
-        .bind(&keys[1])
-        .bind(&keys[2])
-        .fetch_all(&mut *tx)
-        .await?;
-    let pending = query(
-        "SELECT (SELECT COUNT(*) FROM login_pending WHERE pair_key = $1 AND expires_ms > $4),
-                (SELECT COUNT(*) FROM login_pending WHERE addr_key = $2 AND expires_ms > $4),
-                (SELECT COUNT(*) FROM login_pending WHERE user_key = $3 AND expires_ms > $4)",
-    )
-    .bind(&keys[0])
-    .bind(&keys[1])
-    .bind(&keys[2])
-    .bind(now_ms)
-    .fetch_one(&mut *tx)
-    .await?;
-    let mut counts: [Option<Count>; 3] = [None, None, None];
+fn throttle_counts(
+    keys: &[Option<String>; 4],
+    rows: &[Row],
+    pending: &Row,
+    now_ms: i64,
+) -> StoreResult<[Option<Count>; 4]> {
+    let mut counts: [Option<Count>; 4] = [None; 4];
     for (i, key) in keys.iter().enumerate() {
+        let Some(key) = key else { continue };
         let pending: i64 = pending.at(i)?;
         let stored = rows.iter().find(|r| r.get::<String>("key").is_ok_and(|k| k == *key));
         let (failures, last_ms) = match stored {
@@ -622,6 +615,11 @@ async fn throttle_counts(tx: &mut Tx, keys: &[String; 3], now_ms: i64) -> StoreR
             Some(Count { failures: failures.clamp(0, u32::MAX.into()) as u32, pending: pending as u32, last_ms });
     }
     Ok(counts)
+}
+
+/// The present keys of an attempt, as strings.
+fn present(keys: &[Option<String>; 4]) -> Vec<&str> {
+    keys.iter().flatten().map(String::as_str).collect()
 }
 
 /// `tokens` of the purge bucket (thousandths of a request) after refilling from `at_ms` to `$2`, capped at the
@@ -1586,14 +1584,16 @@ impl Store for SqlStore {
     }
 
     async fn reserve_login(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision> {
-        let keys = throttle_keys(key);
+        let keys = key.stored();
         let mut tx = self.db.begin().await?;
-        tx.lock_keys(&[&keys[0], &keys[1], &keys[2]]).await?;
-        let decision = throttle::decide(now_ms, &throttle_counts(&mut tx, &keys, now_ms).await?);
+        tx.lock_keys(&present(&keys)).await?;
+        let (failures, pending) = throttle_queries(&keys, now_ms);
+        let (rows, pending) = (failures.fetch_all(&mut tx).await?, pending.fetch_one(&mut tx).await?);
+        let decision = throttle::decide(now_ms, &throttle_counts(&keys, &rows, &pending, now_ms)?);
         if !matches!(decision, Decision::Proceed { .. }) {
             return Ok(decision);
         }
-        for k in &keys {
+        for k in present(&keys) {
             // A count past its window starts again; the attempt is the key's latest activity.
             query(format!(
                 "INSERT INTO login_failures AS f (key, failures, last_ms, lock_reported) VALUES ($1, 0, $2, FALSE)
@@ -1608,40 +1608,57 @@ impl Store for SqlStore {
             .execute(&mut tx)
             .await?;
         }
-        query("INSERT INTO login_pending (pair_key, addr_key, user_key, expires_ms) VALUES ($1, $2, $3, $4)")
-            .bind(&keys[0])
-            .bind(&keys[1])
-            .bind(&keys[2])
-            .bind(now_ms + throttle::PENDING_TTL_MS)
-            .execute(&mut tx)
-            .await?;
+        query(
+            "INSERT INTO login_pending (pair_key, addr_key, user_key, code_key, expires_ms) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(keys[0].as_deref())
+        .bind(keys[1].as_deref())
+        .bind(keys[2].as_deref())
+        .bind(keys[3].as_deref())
+        .bind(now_ms + throttle::PENDING_TTL_MS)
+        .execute(&mut tx)
+        .await?;
         tx.commit().await?;
         Ok(decision)
     }
 
+    async fn login_decision(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision> {
+        let keys = key.stored();
+        let (failures, pending) = throttle_queries(&keys, now_ms);
+        let (rows, pending) = (failures.fetch_all(&self.db).await?, pending.fetch_one(&self.db).await?);
+        Ok(throttle::decide(now_ms, &throttle_counts(&keys, &rows, &pending, now_ms)?))
+    }
+
     async fn settle_login(&self, now_ms: i64, key: &LoginKey, outcome: Outcome) -> StoreResult<Vec<Lockout>> {
-        let keys = throttle_keys(key);
+        let keys = key.stored();
         let mut tx = self.db.begin().await?;
-        tx.lock_keys(&[&keys[0], &keys[1], &keys[2]]).await?;
+        tx.lock_keys(&present(&keys)).await?;
         query(
             "DELETE FROM login_pending WHERE id IN
-                 (SELECT id FROM login_pending WHERE pair_key = $1 ORDER BY expires_ms LIMIT 1)",
+                 (SELECT id FROM login_pending
+                  WHERE pair_key = $1 AND (code_key = $2 OR (code_key IS NULL AND $2 IS NULL))
+                  ORDER BY expires_ms LIMIT 1)",
         )
-        .bind(&keys[0])
+        .bind(keys[0].as_deref())
+        .bind(keys[3].as_deref())
         .execute(&mut tx)
         .await?;
         let mut lockouts = Vec::new();
         match outcome {
             Outcome::Released => {}
             Outcome::Succeeded => {
-                query("UPDATE login_failures SET failures = 0, lock_reported = FALSE WHERE key IN ($1, $2)")
-                    .bind(&keys[0])
-                    .bind(&keys[2])
+                query("UPDATE login_failures SET failures = 0, lock_reported = FALSE WHERE key IN ($1, $2, $3)")
+                    .bind(keys[0].as_deref())
+                    .bind(keys[2].as_deref())
+                    .bind(keys[3].as_deref())
                     .execute(&mut tx)
                     .await?;
             }
-            Outcome::Failed => {
-                for (k, limits) in keys.iter().zip(throttle::LIMITS) {
+            Outcome::Failed | Outcome::FailedCode => {
+                // A wrong password is no guess of a code.
+                let counted = if outcome == Outcome::Failed { 3 } else { 4 };
+                for (k, limits) in keys.iter().zip(throttle::LIMITS).take(counted) {
+                    let Some(k) = k else { continue };
                     let row = query(format!(
                         "INSERT INTO login_failures AS f (key, failures, last_ms, lock_reported)
                          VALUES ($1, 1, $2, FALSE)
@@ -1670,6 +1687,16 @@ impl Store for SqlStore {
         }
         tx.commit().await?;
         Ok(lockouts)
+    }
+
+    async fn forgive_logins(&self, customer: &str, username: &str) -> StoreResult<()> {
+        let keys = LoginKey::new(customer, username, std::net::IpAddr::from([0, 0, 0, 0])).with_code(true).stored();
+        query("DELETE FROM login_failures WHERE key IN ($1, $2)")
+            .bind(keys[2].as_deref())
+            .bind(keys[3].as_deref())
+            .execute(&self.db)
+            .await?;
+        Ok(())
     }
 
     async fn prune_logins(&self, now_ms: i64) -> StoreResult<u64> {
