@@ -46,6 +46,7 @@ pub struct PurgeResponse {
     pub code: u16,
     pub description: String,
     pub purge_response: PurgeResponseBody,
+    /// The customer's own number of the purge: 1, 2, 3, … (another customer's purges do not count).
     pub transaction_id: i64,
 }
 

@@ -642,7 +642,7 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
         };
         ids.push(store.create_purge(&purge, &t, &event).await.unwrap());
     }
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert_eq!(ids, [1, 2, 3], "numbered per customer");
     let (purge, t) = store.purge(c.id, ids[1]).await.unwrap().unwrap();
     assert_eq!((purge.id, purge.task_id.as_str(), purge.uri_count, t.id.as_str()), (ids[1], "p1", 2, "p1"));
     assert_eq!(store.purge(c.id + 1, ids[1]).await.unwrap(), None);
@@ -669,6 +669,21 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(take(other.id, T0).await, Ok(()), "another customer has its own bucket");
+    // ...and its own transaction numbers, from 1.
+    let t = task(other.id, "g0", "purge", T0, T0 + 5000, false);
+    let purge = PurgeRecord {
+        id: 0,
+        customer_id: other.id,
+        task_id: t.id.clone(),
+        action: "PURGE".into(),
+        uri_count: 1,
+        uris: "[]".into(),
+        username: "gina".into(),
+    };
+    let event = audit(other.id, op::PURGE, Target::purge("PURGE"));
+    assert_eq!(store.create_purge(&purge, &t, &event).await.unwrap(), 1);
+    assert_eq!(store.purge(other.id, 1).await.unwrap().map(|(p, _)| p.task_id), Some("g0".to_string()));
+    assert_eq!(store.purge(c.id, 1).await.unwrap().map(|(p, _)| p.task_id), Some("p0".to_string()));
     assert_eq!(take(c.id, T0 + 250).await, Err(250));
     assert_eq!(take(c.id, T0 + 500).await, Ok(()));
     assert_eq!(take(c.id, T0 + 10_000).await, Ok(()));

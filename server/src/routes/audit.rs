@@ -67,7 +67,7 @@ fn record_body(customer: &Customer, e: AuditEntry) -> AuditRecord {
         Actor::System => AuditActor { kind: "system".into(), id: None, name: "system".into() },
     };
     AuditRecord {
-        id: e.id.to_string(),
+        id: e.id,
         time: iso_ms(ev.time_ms),
         customer: customer.name.clone(),
         actor,

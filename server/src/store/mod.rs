@@ -289,7 +289,8 @@ pub struct AuditEvent {
 /// A stored audit record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
-    pub id: i64,
+    /// Random (16 hex digits); records from before migration 0009 keep their number.
+    pub id: String,
     pub event: AuditEvent,
     /// Its target still exists (users, properties, network lists, purges, identity sources, the account).
     pub target_exists: bool,
@@ -520,7 +521,8 @@ pub trait Store: Send + Sync + 'static {
     /// Who claims a host pattern: the customer and its property.
     async fn host_claim(&self, pattern: &str) -> StoreResult<Option<(Customer, PropertyRecord)>>;
 
-    /// Stores a purge with its task; returns the transaction id, which is also the audit record's target id.
+    /// Stores a purge with its task; returns the transaction id — the customer's next number, from 1, so it
+    /// tells nothing of other customers — which is also the audit record's target id.
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64>;
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>>;
     /// The newest purges first.

@@ -128,8 +128,8 @@ fn audit_insert(e: &AuditEvent) -> Query {
     };
     query(
         "INSERT INTO audit_log (customer_id, time_ms, actor_type, actor_id, actor_name, source, operation,
-                                target_type, target_id, target_name, success, details)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                target_type, target_id, target_name, success, details, public_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(e.customer_id)
     .bind(e.time_ms)
@@ -143,6 +143,8 @@ fn audit_insert(e: &AuditEvent) -> Query {
     .bind(&e.target_name)
     .bind(e.success)
     .bind(serde_json::Value::Object(e.details.clone()).to_string())
+    // Random, not the row's number: a global sequence would tell a customer how much the others do.
+    .bind(crate::admin::new_id())
 }
 
 /// Whether an audit record's target still exists (`a` is the record).
@@ -153,7 +155,8 @@ const TARGET_EXISTS: &str = "CASE a.target_type
     WHEN 'network_list' THEN EXISTS
         (SELECT 1 FROM network_lists t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'purge' THEN EXISTS
-        (SELECT 1 FROM purge_transactions t WHERE t.customer_id = a.customer_id AND CAST(t.id AS TEXT) = a.target_id)
+        (SELECT 1 FROM purge_transactions t
+         WHERE t.customer_id = a.customer_id AND CAST(t.number AS TEXT) = a.target_id)
     WHEN 'identity_source' THEN EXISTS
         (SELECT 1 FROM identity_sources t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'account' THEN TRUE
@@ -183,7 +186,7 @@ fn audit_from_row(row: &Row) -> Result<AuditEntry, sqlx::Error> {
     };
     let details: String = row.get("details")?;
     Ok(AuditEntry {
-        id: row.get("id")?,
+        id: row.get("public_id")?,
         event: AuditEvent {
             customer_id: row.get("customer_id")?,
             time_ms: row.get("time_ms")?,
@@ -501,7 +504,7 @@ fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
     let uri_count: i64 = row.get("uri_count")?;
     Ok((
         PurgeRecord {
-            id: row.get("purge_id")?,
+            id: row.get("purge_number")?,
             customer_id: row.get("customer_id")?,
             task_id: row.get("id")?,
             action: row.get("action")?,
@@ -513,7 +516,7 @@ fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
     ))
 }
 
-const PURGE_WITH_TASK: &str = "SELECT p.id AS purge_id, p.action, p.uri_count, p.uris, p.username, t.*
+const PURGE_WITH_TASK: &str = "SELECT p.number AS purge_number, p.action, p.uri_count, p.uris, p.username, t.*
      FROM purge_transactions p JOIN tasks t ON t.id = p.task_id";
 
 fn list_from_row(row: &Row) -> Result<NetworkListRecord, sqlx::Error> {
@@ -1185,17 +1188,26 @@ impl Store for SqlStore {
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64> {
         let mut tx = self.db.begin().await?;
         insert_task(&mut tx, task).await?;
+        // The customer's next number (its counter row is held until the end: one purge at a time gets one).
         let id: i64 = query(
-            "INSERT INTO purge_transactions (customer_id, task_id, action, uri_count, uris, username)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO purge_counters AS c (customer_id, last) VALUES ($1, 1)
+             ON CONFLICT (customer_id) DO UPDATE SET last = c.last + 1 RETURNING last",
         )
         .bind(purge.customer_id)
+        .scalar(&mut tx)
+        .await?;
+        query(
+            "INSERT INTO purge_transactions (customer_id, number, task_id, action, uri_count, uris, username)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(purge.customer_id)
+        .bind(id)
         .bind(&task.id)
         .bind(&purge.action)
         .bind(purge.uri_count)
         .bind(&purge.uris)
         .bind(&purge.username)
-        .scalar(&mut tx)
+        .execute(&mut tx)
         .await?;
         insert_audit(&mut tx, &AuditEvent { target_id: id.to_string(), ..audit.clone() }).await?;
         tx.commit().await?;
@@ -1203,7 +1215,7 @@ impl Store for SqlStore {
     }
 
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>> {
-        let row = query(format!("{PURGE_WITH_TASK} WHERE p.customer_id = $1 AND p.id = $2"))
+        let row = query(format!("{PURGE_WITH_TASK} WHERE p.customer_id = $1 AND p.number = $2"))
             .bind(customer)
             .bind(id)
             .fetch_optional(&self.db)
