@@ -15,6 +15,7 @@ pub mod hashing;
 pub mod mail;
 pub mod net;
 pub mod otp;
+pub mod private;
 pub mod routes;
 pub mod stats;
 pub mod store;
@@ -145,6 +146,10 @@ impl AppState {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        // Made private before anything is written into them (see [`private`]).
+        for dir in [settings.data_dir.clone(), settings.data_dir.join("stats")] {
+            private::dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
         let store = store::open(&settings.location(), settings.database_wait).await?;
         let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
             Some(url) => {

@@ -203,6 +203,7 @@ enum CustomerCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     no_transparent_huge_pages();
+    private_files();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -300,6 +301,16 @@ fn no_transparent_huge_pages() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes nothing but this process's flag.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Whatever this process creates is its user's alone (umask 077): the data dir holds password hashes,
+/// two-factor secrets and mailed reset links, and the statistics engine writes its own files there.
+fn private_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets this process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
     }
 }
 

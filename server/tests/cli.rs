@@ -353,3 +353,26 @@ fn a_failed_login_under_a_customer_that_does_not_exist_is_in_the_server_log() {
     assert!(line.contains("customer=nosuchcustomer") && line.contains("username=mallory"), "{line}");
     assert!(line.contains("addr=127.0.0.1"), "{line}");
 }
+
+#[test]
+fn the_server_creates_its_files_for_its_own_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
+    let (mut child, base, _) = serve(&dir);
+    let base = base.expect("the server listens");
+    let record = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
+    let reply = ureq::post(&format!("{base}/acme/v1/ingest/accesslogs"))
+        .set("Authorization", &basic("root"))
+        .set("Content-Type", "application/x-ndjson")
+        .send_string(record)
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let mode = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().permissions().mode() & 0o777;
+    // The statistics engine's own files, whatever this test's umask.
+    assert_eq!(mode("stats"), 0o700);
+    assert_eq!(mode("stats/snapshot.bin"), 0o600);
+    assert_eq!(mode(".lock"), 0o600);
+}
