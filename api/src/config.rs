@@ -77,6 +77,7 @@ pub struct Origin {
     pub id: String,
     #[serde(default)]
     pub readonly: ReadOnly,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// Host name or IP address of the origin server.
     pub host: String,
@@ -94,6 +95,7 @@ pub struct CacheRule {
     #[serde(default)]
     pub readonly: ReadOnly,
     /// Path pattern starting with `/`; `*` matches any characters, e.g. `/images/*` or `*.css`.
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub path_pattern: String,
     /// How long matching objects are cached; 0 means not cached.
     pub ttl_seconds: u32,
@@ -146,6 +148,7 @@ pub struct WafRule {
     pub readonly: ReadOnly,
     /// The WAF signature, digits (e.g. `942100`, SQL injection).
     pub rule_id: String,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// `LOW`, `MEDIUM`, `HIGH` or `CRITICAL`.
     pub severity: String,
@@ -167,6 +170,7 @@ pub struct ShapingRule {
     pub id: String,
     #[serde(default)]
     pub readonly: ReadOnly,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// `BLOCK`, `RATE_LIMIT` or `WARN` (log as a security event, take no action).
     pub action: String,
@@ -206,6 +210,7 @@ pub struct UpdatePropertyModel {
     #[cfg_attr(feature = "openapi", schema(value_type = PropertyConfig))]
     pub config: Value,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1000))]
     pub comment: String,
 }
 
@@ -236,6 +241,7 @@ pub struct PropertySummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewProperty {
+    #[cfg_attr(feature = "openapi", schema(max_length = 63))]
     pub name: String,
     #[serde(default)]
     pub host_patterns: Vec<String>,

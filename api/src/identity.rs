@@ -120,15 +120,20 @@ pub struct User {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserInput {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 128))]
     pub username: Option<String>,
     /// Initial password of a new local user (POST only; use the password resource to change it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub full_name: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 254))]
     pub email: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 32))]
     pub phone_number: Option<String>,
     #[serde(default)]
     pub enabled: Option<bool>,
@@ -189,6 +194,7 @@ pub struct OtpSeed {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Password {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: String,
     #[serde(default)]
     pub reset_uri: String,
@@ -200,6 +206,7 @@ pub struct Password {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PasswordResetCompletion {
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: String,
 }
 

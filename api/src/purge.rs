@@ -28,11 +28,13 @@ pub struct PurgeBody {
 pub struct PurgeUri {
     /// `host/path`: with EXACT_LITERAL one object; with PREFIX_LITERAL a prefix. The host may start with `*.`
     /// only where a property's host patterns define that wildcard.
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub uri_pattern: String,
     /// `EXACT_LITERAL` or `PREFIX_LITERAL`.
     pub match_mode: String,
     /// Only with PREFIX_LITERAL; may end with `*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub cache_key_modifier_regex: Option<String>,
 }
 

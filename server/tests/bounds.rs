@@ -171,3 +171,22 @@ async fn the_audit_log_keeps_a_bounded_marked_prefix_of_what_a_request_typed() {
     assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_entries");
     assert!(reply.raw.len() < 2048, "{} bytes", reply.raw.len());
 }
+
+#[tokio::test]
+async fn the_openapi_document_states_the_limits() {
+    let app = TestApp::new().await;
+    let doc = app.send(req(Method::GET, "/openapi.json").done()).await.body;
+    let schema = |name: &str, field: &str| doc["components"]["schemas"][name]["properties"][field]["maxLength"].clone();
+    assert_eq!(schema("UserInput", "username"), 128);
+    assert_eq!(schema("UserInput", "password"), 1024);
+    assert_eq!(schema("NewNetworkList", "description"), 2000);
+    assert_eq!(schema("UpdatePropertyModel", "comment"), 1000);
+    assert_eq!(schema("PurgeUri", "uri_pattern"), 2048);
+    let param = |path: &str, name: &str| {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap().clone();
+        params.into_iter().find(|p| p["name"] == name).unwrap()["schema"]["maxLength"].clone()
+    };
+    assert_eq!(param("/{customer}/v1/stats/data", "filters"), 2048);
+    assert_eq!(param("/{customer}/v1/audit", "actor"), 2048);
+    assert_eq!(param("/{customer}/v1/users", "q"), 2048);
+}

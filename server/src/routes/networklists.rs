@@ -463,6 +463,7 @@ struct EntryQuery {
     /// Entries per page (default 100, at most 1000).
     count: Option<u64>,
     /// Only entries containing this text (beyond the original API).
+    #[param(max_length = 2048)]
     q: Option<String>,
 }
 

@@ -44,6 +44,7 @@ struct UserListQuery {
     /// Users per page (default 100, at most 1000).
     count: Option<u64>,
     /// Only users whose username or full name contains this text (case-insensitive).
+    #[param(max_length = 2048)]
     q: Option<String>,
 }
 
