@@ -344,6 +344,8 @@ async fn settle(state: &AppState, key: &LoginKey, outcome: Outcome) -> Vec<Locko
         }
         Err(e) => {
             tracing::error!(error = %e, ?outcome, "settling a login attempt failed");
+            // Waiters ask the store themselves now (they find the reservation until it expires).
+            state.login_waits.settled(key, false);
             Vec::new()
         }
     }

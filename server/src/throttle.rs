@@ -18,8 +18,9 @@
 //! being refused: a script's parallel requests with the right password go through), and are refused once the
 //! failures alone reach it. A settled attempt is a failure, released when it was not a guess, or — only for a
 //! complete login — clears the username's failures. A waiting attempt sleeps until an attempt of one of its keys
-//! is settled in this process ([`Waits`]), or for a back-off that doubles up to [`MAX_BACKOFF`] (settlements on
-//! other replicas), and asks the store again without taking its write lock.
+//! is settled in this process ([`Waits`]); only when none of its keys has an attempt pending in this process
+//! (they are other replicas') does it ask the store again on a back-off that doubles up to [`MAX_BACKOFF`], with a
+//! read that takes no write lock.
 //!
 //! This module is the policy; the counts are kept by the [`Store`] (in the database, so that every replica of
 //! the server counts against the same limits and a restart forgets nothing), which decides and counts in one
@@ -198,76 +199,118 @@ pub fn decide(now_ms: i64, counts: &[Option<Count>; 4]) -> Decision {
 
 /// An attempt waits this long at most for pending ones to be settled; then it is refused as if locked.
 const MAX_WAIT: Duration = Duration::from_secs(30);
-/// A waiting attempt asks the store again after this long at first (unless a settlement in this process wakes it
-/// earlier), then after twice as long each time, up to [`MAX_BACKOFF`]: how soon it sees what other replicas
-/// settled.
+/// A waiting attempt whose keys have no attempt pending in this process asks the store again after this long at
+/// first, then after twice as long each time, up to [`MAX_BACKOFF`] (jittered down to half): how soon it sees
+/// what other replicas settled.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// While an attempt of this process is pending on its keys, a waiting attempt is woken by its settlement, and
+/// asks the store on its own only this often (the pending attempt's request may have been cancelled).
+const LOCAL_RECHECK: Duration = Duration::from_secs(5);
 
-/// The attempts of this process that wait for pending attempts of their keys to be settled, by stored key: a
-/// settlement wakes one of them per key ([`Waits::settled`]) rather than every waiter polling the database.
+/// What this process knows of one key: who waits on it, and its attempts reserved and not settled yet.
 #[derive(Default)]
-pub struct Waits {
-    keys: Mutex<HashMap<String, Arc<Notify>>>,
+struct KeyState {
+    notify: Arc<Notify>,
+    /// When each pending attempt of this process stops counting (a cancelled request never settles).
+    pending: Vec<tokio::time::Instant>,
 }
 
-/// The keys one waiting attempt listens on; leaving forgets keys no one else listens on.
+/// The login attempts of this process that wait for pending attempts of their keys to be settled, and those
+/// pending, by stored key: a settlement wakes one waiter per key ([`Waits::settled`]), so waiters do not poll the
+/// database while the attempt they wait for is this process's.
+#[derive(Default)]
+pub struct Waits {
+    keys: Mutex<HashMap<String, KeyState>>,
+}
+
+/// The keys one waiting attempt listens on; leaving forgets keys no one else needs.
 struct Listening<'a> {
     waits: &'a Waits,
     keys: Vec<(String, Arc<Notify>)>,
 }
 
 impl Waits {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, KeyState>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn listen(&self, key: &LoginKey) -> Listening<'_> {
-        let mut map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.map();
         let keys = key
             .stored()
             .into_iter()
             .flatten()
             .map(|k| {
-                let notify = map.entry(k.clone()).or_default().clone();
+                let notify = map.entry(k.clone()).or_default().notify.clone();
                 (k, notify)
             })
             .collect();
         Listening { waits: self, keys }
     }
 
-    /// After an attempt under `key` was settled: wakes one waiting attempt of each of its keys — or, with `all`,
-    /// every one (a key has just been locked: they are all refused now).
-    pub fn settled(&self, key: &LoginKey, all: bool) {
-        let map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+    /// An attempt under `key` was reserved (it goes on to be checked).
+    fn reserved(&self, key: &LoginKey) {
+        let expires = tokio::time::Instant::now() + Duration::from_millis(PENDING_TTL_MS as u64);
+        let mut map = self.map();
         for k in key.stored().into_iter().flatten() {
-            if let Some(notify) = map.get(&k) {
-                if all { notify.notify_waiters() } else { notify.notify_one() }
+            map.entry(k).or_default().pending.push(expires);
+        }
+    }
+
+    /// Whether an attempt of this process is pending under one of `key`'s keys.
+    fn pending_here(&self, key: &LoginKey) -> bool {
+        let now = tokio::time::Instant::now();
+        let map = self.map();
+        key.stored().into_iter().flatten().any(|k| map.get(&k).is_some_and(|s| s.pending.iter().any(|e| *e > now)))
+    }
+
+    /// After an attempt under `key` was settled (or given up): wakes one waiting attempt of each of its keys —
+    /// or, with `all`, every one (a key has just been locked: they are all refused now).
+    pub fn settled(&self, key: &LoginKey, all: bool) {
+        let now = tokio::time::Instant::now();
+        let mut map = self.map();
+        for k in key.stored().into_iter().flatten() {
+            let Some(state) = map.get_mut(&k) else { continue };
+            state.pending.retain(|e| *e > now);
+            state.pending.pop();
+            if all {
+                state.notify.notify_waiters()
+            } else {
+                state.notify.notify_one()
+            }
+            if state.pending.is_empty() && Arc::strong_count(&state.notify) == 1 {
+                map.remove(&k);
             }
         }
     }
 
-    /// How many keys have attempts waiting on them (for tests: nothing is kept once no one waits).
-    pub fn keys_waited_on(&self) -> usize {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner()).len()
+    /// How many keys this process keeps anything of (for tests: nothing once no attempt waits or is pending).
+    pub fn keys_kept(&self) -> usize {
+        self.map().len()
     }
 }
 
 impl Listening<'_> {
-    /// Until a settlement of one of the keys wakes this attempt, or `backoff` (jittered down to half) passes.
-    async fn wait(&self, backoff: Duration) {
+    /// Until a settlement of one of the keys wakes this attempt, or `timeout` (jittered down to half) passes.
+    async fn wait(&self, timeout: Duration) {
         let mut notified: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
             self.keys.iter().map(|(_, n)| Box::pin(n.notified())).collect();
         let woken = std::future::poll_fn(|cx| {
             if notified.iter_mut().any(|n| n.as_mut().poll(cx).is_ready()) { Poll::Ready(()) } else { Poll::Pending }
         });
-        let jittered = backoff.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
+        let jittered = timeout.mul_f64(rand::thread_rng().gen_range(0.5..=1.0));
         let _ = tokio::time::timeout(jittered, woken).await;
     }
 }
 
 impl Drop for Listening<'_> {
     fn drop(&mut self) {
-        let mut map = self.waits.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.waits.map();
         for (k, notify) in self.keys.drain(..) {
-            // The map's reference and this one: no one else listens.
-            if Arc::strong_count(&notify) == 2 {
+            drop(notify);
+            // The map's reference alone, and nothing pending: no one needs the key.
+            if map.get(&k).is_some_and(|s| s.pending.is_empty() && Arc::strong_count(&s.notify) == 1) {
                 map.remove(&k);
             }
         }
@@ -298,18 +341,25 @@ pub async fn reserve(
                 return Ok(Verdict::Refuse { retry_after_secs });
             }
             Decision::Proceed { doublings } => {
+                waits.reserved(key);
                 return Ok(Verdict::Proceed(doublings.map_or(Duration::ZERO, |d| base_delay * 2u32.pow(d))));
             }
             Decision::Wait if tokio::time::Instant::now() >= deadline => {
                 return Ok(Verdict::Refuse { retry_after_secs: MAX_WAIT.as_secs() });
             }
             Decision::Wait => {
-                listening.get_or_insert_with(|| waits.listen(key)).wait(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
-                // A read first: only an attempt that may go on takes the store's write lock.
+                let listening = listening.get_or_insert_with(|| waits.listen(key));
+                if waits.pending_here(key) {
+                    listening.wait(LOCAL_RECHECK).await;
+                } else {
+                    listening.wait(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                // A read first: only an attempt that may go on takes the store's write lock (a refusal counts
+                // nothing, so the read's is final).
                 decision = match store.login_decision(now_ms, key).await? {
-                    Decision::Wait => Decision::Wait,
-                    _ => store.reserve_login(now_ms, key).await?,
+                    Decision::Proceed { .. } => store.reserve_login(now_ms, key).await?,
+                    read => read,
                 };
             }
         }
