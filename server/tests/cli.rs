@@ -277,6 +277,29 @@ fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal()
     }
 }
 
+/// A server process that is killed when the test ends, even by a failed assertion.
+struct KillOnDrop(std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Basic credentials of `user` with the test password.
 fn basic(user: &str) -> String {
     use base64::Engine;
@@ -297,7 +320,8 @@ fn an_operator_moves_a_host_to_another_customer_with_host_release() {
     let dir = Place::new();
     assert!(customer_add(&dir, "acme", "root").status.success());
     assert!(customer_add(&dir, "globex", "boss").status.success());
-    let (mut child, base, _) = serve(&dir);
+    let (child, base, _) = serve(&dir);
+    let mut child = KillOnDrop(child);
     let base = base.expect("the server listens");
     let shop = serde_json::json!({"name": "shop", "host_patterns": ["www.shop.example", "m.shop.example"]});
     assert_eq!(post_json(&base, "acme", "root", "/properties", shop.clone()), 201);
@@ -334,7 +358,8 @@ fn an_operator_moves_a_host_to_another_customer_with_host_release() {
 #[test]
 fn a_failed_login_under_a_customer_that_does_not_exist_is_in_the_server_log() {
     let dir = Place::new();
-    let (mut child, base, errors) = serve(&dir);
+    let (child, base, errors) = serve(&dir);
+    let mut child = KillOnDrop(child);
     let base = base.expect("the server listens");
     let status = match ureq::post(&format!("{base}/nosuchcustomer/v1/sessions"))
         .set("Authorization", &basic("mallory"))
@@ -359,7 +384,8 @@ fn the_server_creates_its_files_for_its_own_user_alone() {
     use std::os::unix::fs::PermissionsExt;
     let dir = Place::new();
     assert!(customer_add(&dir, "acme", "root").status.success());
-    let (mut child, base, _) = serve(&dir);
+    let (child, base, _) = serve(&dir);
+    let mut child = KillOnDrop(child);
     let base = base.expect("the server listens");
     let record = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
     let reply = ureq::post(&format!("{base}/acme/v1/ingest/accesslogs"))
