@@ -222,7 +222,13 @@ struct KeyState {
 #[derive(Default)]
 pub struct Waits {
     keys: Mutex<HashMap<String, KeyState>>,
+    /// Reservations so far: every [`SWEEP_EVERY`] the keys of cancelled requests, which never settle, are
+    /// forgotten.
+    reservations: std::sync::atomic::AtomicUsize,
 }
+
+/// How often [`Waits`] forgets what cancelled requests left behind.
+const SWEEP_EVERY: usize = 1024;
 
 /// The keys one waiting attempt listens on; leaving forgets keys no one else needs.
 struct Listening<'a> {
@@ -251,10 +257,30 @@ impl Waits {
 
     /// An attempt under `key` was reserved (it goes on to be checked).
     fn reserved(&self, key: &LoginKey) {
-        let expires = tokio::time::Instant::now() + Duration::from_millis(PENDING_TTL_MS as u64);
+        self.reserved_at(key, tokio::time::Instant::now())
+    }
+
+    fn reserved_at(&self, key: &LoginKey, now: tokio::time::Instant) {
+        let expires = now + Duration::from_millis(PENDING_TTL_MS as u64);
         let mut map = self.map();
+        if self.reservations.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            map.retain(|_, state| {
+                state.pending.retain(|e| *e > now);
+                !state.pending.is_empty() || Arc::strong_count(&state.notify) > 1
+            });
+        }
         for k in key.stored().into_iter().flatten() {
             map.entry(k).or_default().pending.push(expires);
+        }
+    }
+
+    /// Wakes every attempt waiting on one of `key`'s keys (a refusal found a key locked: they are refused too).
+    fn wake_all(&self, key: &LoginKey) {
+        let map = self.map();
+        for k in key.stored().into_iter().flatten() {
+            if let Some(state) = map.get(&k) {
+                state.notify.notify_waiters();
+            }
         }
     }
 
@@ -336,7 +362,7 @@ pub async fn reserve(
             Decision::Refuse { retry_after_secs } => {
                 if listening.is_some() {
                     // The others waiting on these keys are refused too: tell them now.
-                    waits.settled(key, true);
+                    waits.wake_all(key);
                 }
                 return Ok(Verdict::Refuse { retry_after_secs });
             }
@@ -410,6 +436,25 @@ mod tests {
             Decision::Proceed { doublings: None },
             "never locks"
         );
+    }
+
+    #[tokio::test]
+    async fn waits_keep_nothing_of_settled_attempts_and_forget_cancelled_ones() {
+        let waits = Waits::default();
+        let key = |i: usize| LoginKey::new("acme", &format!("user{i}"), "203.0.113.7".parse().unwrap());
+        waits.reserved(&key(0));
+        assert!(waits.pending_here(&key(0)));
+        waits.settled(&key(0), false);
+        assert!(!waits.pending_here(&key(0)));
+        assert_eq!(waits.keys_kept(), 0);
+        // Reservations never settled (their requests were cancelled) are forgotten once expired.
+        for i in 0..SWEEP_EVERY - 2 {
+            waits.reserved(&key(i));
+        }
+        assert_eq!(waits.keys_kept(), 2 * (SWEEP_EVERY - 2) + 1, "pair and user keys, one address key");
+        let later = tokio::time::Instant::now() + Duration::from_millis(PENDING_TTL_MS as u64 + 1);
+        waits.reserved_at(&key(SWEEP_EVERY), later);
+        assert_eq!(waits.keys_kept(), 3, "only the last one's keys");
     }
 
     #[test]
