@@ -8,6 +8,7 @@ pub mod audit;
 pub mod config;
 pub mod error;
 pub mod identity;
+pub mod limits;
 pub mod networklists;
 pub mod paging;
 pub mod paths;

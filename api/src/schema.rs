@@ -8,7 +8,7 @@ use utoipa::{
     openapi::{ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema, schema::Type},
 };
 
-use crate::{COUNTRY_CODES, MATCH_MODES, PASSWORD_MIN_LENGTH, PURGE_ACTIONS, config::schemas::LABEL};
+use crate::{COUNTRY_CODES, MATCH_MODES, PASSWORD_MIN_LENGTH, PURGE_ACTIONS, config::schemas::LABEL, limits};
 
 /// An IPv4 octet without leading zeros.
 const OCTET: &str = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
@@ -96,9 +96,9 @@ impl ToSchema for NewNetworkListSchema {
     }
 }
 
-/// A description: at most 4,000 characters.
+/// A description: at most [`limits::MAX_DESCRIPTION_CHARS`] characters.
 fn optional_display_name_long() -> Schema {
-    text().max_length(Some(4000)).into()
+    text().max_length(Some(limits::MAX_DESCRIPTION_CHARS)).into()
 }
 
 /// A role reference: `admin`, `operator` or `viewer`.
@@ -119,7 +119,10 @@ pub fn username() -> Schema {
 fn username_text() -> ObjectBuilder {
     const C: &str = "[^:\\x00-\\x1f\\x7f-\\x9f]";
     const EDGE: &str = "[^:\\s\\x00-\\x1f\\x7f-\\x9f]";
-    text().pattern(Some(format!("^{EDGE}(?:{C}*{EDGE})?$"))).max_length(Some(128))
+    text()
+        .pattern(Some(format!("^{EDGE}(?:{C}*{EDGE})?$")))
+        .max_length(Some(limits::MAX_USERNAME_CHARS))
+        .description(Some("Not a reserved name (`system`)."))
 }
 
 /// An e-mail address as `is_email` takes it (a plain local part, a dotted domain).
@@ -138,7 +141,11 @@ const NO_CONTROL: &str = "^[^\\x00-\\x1f\\x7f-\\x9f]*$";
 fn new_password() -> Schema {
     text()
         .min_length(Some(PASSWORD_MIN_LENGTH))
-        .description(Some("At least 12 characters, not the username (compared without case)."))
+        // At most MAX_PASSWORD_BYTES bytes: this many characters are that many bytes whatever they are.
+        .max_length(Some(limits::MAX_PASSWORD_BYTES / 4))
+        .description(Some(
+            "At least 12 characters and at most 1,024 bytes of UTF-8, not the username (compared without case).",
+        ))
         .into()
 }
 
@@ -156,7 +163,7 @@ impl PartialSchema for NewUserSchema {
             .property("password", new_password())
             .property("full_name", optional_display_name())
             .property("email", text().pattern(Some(EMAIL)).max_length(Some(254)))
-            .property("phone_number", text().pattern(Some(PHONE)))
+            .property("phone_number", text().pattern(Some(PHONE)).max_length(Some(limits::MAX_PHONE_CHARS)))
             .property("enabled", ObjectBuilder::new().schema_type(Type::Boolean))
             .property("source", ObjectBuilder::new().property("id", text()).required("id").property("uri", text()))
             .description(Some(
@@ -187,7 +194,10 @@ impl PartialSchema for UserUpdateSchema {
             .property("role", OneOfBuilder::new().item(role_link()).item(ObjectBuilder::new().schema_type(Type::Null)))
             .property("full_name", nullable(text().pattern(Some(NO_CONTROL)).max_length(Some(200))))
             .property("email", nullable(text().pattern(Some(or_empty(EMAIL))).max_length(Some(254))))
-            .property("phone_number", nullable(text().pattern(Some(or_empty(PHONE)))))
+            .property(
+                "phone_number",
+                nullable(text().pattern(Some(or_empty(PHONE))).max_length(Some(limits::MAX_PHONE_CHARS))),
+            )
             .property("enabled", nullable(ObjectBuilder::new().schema_type(Type::Boolean)))
             .property(
                 "password",
@@ -246,6 +256,7 @@ impl PartialSchema for PurgeRequestSchema {
             .property(
                 "uri_pattern",
                 text()
+                    .max_length(Some(limits::MAX_URI_CHARS))
                     .pattern(Some(format!(
                         "^ *(?:https?://)?(?:\\*\\.{LABEL}(?:\\.{LABEL})+|{LABEL}(?:\\.{LABEL})*)(?:/[^\\s\\x00-\\x1f\\x7f-\\x9f]*)? *$"
                     )))
@@ -260,7 +271,7 @@ impl PartialSchema for PurgeRequestSchema {
             .required("match_mode")
             .property(
                 "cache_key_modifier_regex",
-                text().pattern(Some("^[^*]*\\*?$")).min_length(Some(1)).description(Some(
+                text().pattern(Some("^[^*]*\\*?$")).min_length(Some(1)).max_length(Some(limits::MAX_URI_CHARS)).description(Some(
                     "PREFIX_LITERAL only; a wildcard `*` only at the end.",
                 )),
             );

@@ -162,6 +162,10 @@ impl From<crate::store::StoreError> for AppError {
             StoreError::Conflict(what) => {
                 AppError::Conflict { kind: "conflict", message: format!("The {what} already exists.") }
             }
+            StoreError::HostClaimed(message) => AppError::Conflict {
+                kind: "host_claimed",
+                message: format!("A host pattern is not this property's to claim: {message}."),
+            },
             StoreError::LastAdmin => AppError::Conflict {
                 kind: "last_admin",
                 message: "This would leave the account without an enabled administrator.".into(),

@@ -15,6 +15,7 @@ pub mod hashing;
 pub mod mail;
 pub mod net;
 pub mod otp;
+pub mod private;
 pub mod routes;
 pub mod stats;
 pub mod store;
@@ -142,6 +143,8 @@ pub struct AppState {
     pub stats: Arc<dyn StatsEngine>,
     /// Set when the server is stopping: `/readyz` fails and answers close their connections.
     pub draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Login attempts of this process waiting for others of their keys to be settled.
+    pub login_waits: Arc<throttle::Waits>,
 }
 
 impl AppState {
@@ -152,6 +155,10 @@ impl AppState {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        // Made private before anything is written into them (see [`private`]).
+        for dir in [settings.data_dir.clone(), settings.data_dir.join("stats")] {
+            private::dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
         let store = store::open(&settings.location(), settings.database_wait).await?;
         let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
             Some(url) => {
@@ -171,6 +178,7 @@ impl AppState {
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,
+            login_waits: Arc::default(),
             settings: Arc::new(settings),
             draining: Arc::default(),
         })
@@ -192,6 +200,7 @@ pub fn app(state: AppState) -> Router {
         .merge(api)
         .fallback(web::static_or_not_found)
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(middleware::from_fn(web::bounded_request))
         .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, csp))
         .layer(middleware::from_fn(web::security_headers))
         .layer(middleware::from_fn_with_state(state.draining.clone(), web::close_when_draining))

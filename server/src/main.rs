@@ -55,6 +55,12 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Host patterns: which customer's property claims one, and releasing one from it (to move a host to
+    /// another customer).
+    Host {
+        #[command(subcommand)]
+        command: HostCommand,
+    },
     /// Manage identity sources besides `local`.
     Idp {
         #[command(subcommand)]
@@ -73,6 +79,29 @@ enum IdpCommand {
         /// Configuration, a JSON object.
         #[arg(long, default_value = "{\"type\": \"remote\"}")]
         config: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum HostCommand {
+    /// Print the customer and property that claim a host pattern.
+    Show {
+        /// A host pattern: `www.example.com` or `*.example.com`.
+        pattern: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Remove a host pattern from the property that claims it (a new configuration version by `system`,
+    /// recorded in that customer's audit log), so that another customer can claim it.
+    Release {
+        /// A host pattern: `www.example.com` or `*.example.com`.
+        pattern: String,
         #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
         data_dir: PathBuf,
         #[command(flatten)]
@@ -181,6 +210,7 @@ enum CustomerCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     no_transparent_huge_pages();
+    private_files();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -196,6 +226,29 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Ingest { kind, customer, data_dir, database, stats_url, files } => {
             ingest(kind, customer, data_dir, database, stats_url, files).await
+        }
+        Command::Host { command: HostCommand::Show { pattern, data_dir, database } } => {
+            let store = open_store(&database.location(&data_dir)).await?;
+            let pattern = pattern.trim().to_ascii_lowercase();
+            match edge_server::store::Store::host_claim(&store, &pattern).await? {
+                Some((customer, property)) => {
+                    println!("{pattern} is claimed by customer `{}`, property `{}`", customer.name, property.name)
+                }
+                None => println!("{pattern} is claimed by no property"),
+            }
+            Ok(())
+        }
+        Command::Host { command: HostCommand::Release { pattern, data_dir, database } } => {
+            let store = open_store(&database.location(&data_dir)).await?;
+            let fleet = edge_server::fleet::SimulatedFleet::standard();
+            let (customer, property, version) =
+                admin::release_host(&store, &fleet, SystemClock.now_ms(), &pattern).await?;
+            println!(
+                "Released {} from customer `{}`, property `{property}` (configuration version {version})",
+                pattern.trim().to_ascii_lowercase(),
+                customer.name
+            );
+            Ok(())
         }
         Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir, database } } => {
             let store = open_store(&database.location(&data_dir)).await?;
@@ -257,6 +310,16 @@ fn no_transparent_huge_pages() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes nothing but this process's flag.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Whatever this process creates is its user's alone (umask 077): the data dir holds password hashes,
+/// two-factor secrets and mailed reset links, and the statistics engine writes its own files there.
+fn private_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets this process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
     }
 }
 

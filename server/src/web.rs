@@ -12,6 +12,8 @@ use axum::{
 use tower::ServiceExt;
 use tower_http::services::{ServeDir, ServeFile};
 
+use edge_api::limits::{MAX_HEADER_VALUE_BYTES, MAX_URI_BYTES};
+
 use crate::{AppState, error::body_for_status};
 
 /// True for paths in the API's address space, `/{customer}/v<N>` and below, which must never be answered with
@@ -93,6 +95,43 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
+/// Refuses, before anything else reads it, a request whose target (path and query) is longer than
+/// [`MAX_URI_BYTES`] (414 `uri_too_long`) or one of whose header values is longer than
+/// [`MAX_HEADER_VALUE_BYTES`] (431 `header_too_large`): a credential, cookie, code or proxy header of any size
+/// would otherwise reach the handlers, the throttle keys and the logs. The body is JSON (purge paths: the
+/// purge body).
+pub async fn bounded_request(req: Request, next: Next) -> Response {
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    let refused = if target > MAX_URI_BYTES {
+        Some((
+            StatusCode::URI_TOO_LONG,
+            edge_api::ErrorBody::new(
+                "uri_too_long",
+                format!("The request's path and query have {target} bytes; at most {MAX_URI_BYTES} are accepted."),
+            ),
+        ))
+    } else {
+        req.headers().iter().find(|(_, v)| v.len() > MAX_HEADER_VALUE_BYTES).map(|(name, v)| {
+            (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                edge_api::ErrorBody::new(
+                    "header_too_large",
+                    format!(
+                        "The {name} header has {} bytes; a header value has at most {MAX_HEADER_VALUE_BYTES}.",
+                        v.len()
+                    ),
+                ),
+            )
+        })
+    };
+    let Some((status, body)) = refused else { return next.run(req).await };
+    if crate::routes::purge::is_purge_path(req.uri().path()) {
+        let purge = edge_api::PurgeError { code: status.as_u16(), description: body.message, details: vec![] };
+        return (status, Json(purge)).into_response();
+    }
+    (status, Json(body)).into_response()
+}
+
 /// Whether the request reached the proxy in front of the server over TLS (`X-Forwarded-Proto: https`).
 pub fn over_tls(headers: &axum::http::HeaderMap) -> bool {
     headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("https"))
@@ -124,8 +163,10 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     response
 }
 
-/// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log.
+/// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log, and
+/// keeps the first 512 bytes of a longer path.
 pub fn redact_path(path: &str) -> String {
+    let path = edge_api::limits::cut(path, 512);
     let mut out = Vec::new();
     let mut hide_next = false;
     for segment in path.split('/') {

@@ -154,6 +154,11 @@ async fn reset_password(
     if !state.store.reset_password(&reset, &audit).await? {
         return Err(AppError::NotFound("user"));
     }
+    // The old password no longer works, so whoever guessed codes with it is shut out: the account's code
+    // checks (locked after wrong codes from anywhere) are open again to the user who sets the new one.
+    if let Err(e) = state.store.forgive_logins(&caller.customer.name, &user.username).await {
+        tracing::warn!(error = %e, "forgetting the failed logins of a reset user failed");
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -10,7 +10,7 @@ use axum::{
 };
 use edge_api::{
     PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
-    TransactionStatus, TransactionSummary, config::PropertyConfig, paths, uri_problems,
+    TransactionStatus, TransactionSummary, paths, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -63,15 +63,10 @@ fn internal(e: impl Into<AppError>) -> Response {
     fail(StatusCode::SERVICE_UNAVAILABLE, 503, "The service failed to handle the purge; try again.", vec![])
 }
 
-/// The host patterns of all the customer's properties.
+/// The host patterns the customer's properties claim: only those may be purged (another customer's hosts, or a
+/// pattern a property lists without owning it, may not).
 async fn host_patterns(state: &AppState, caller: &Caller) -> Result<Vec<String>, AppError> {
-    let mut patterns = Vec::new();
-    for (_, current) in state.store.properties(caller.customer.id).await? {
-        if let Ok(config) = serde_json::from_str::<PropertyConfig>(&current.config) {
-            patterns.extend(config.host_patterns.into_iter().map(|h| h.pattern));
-        }
-    }
-    Ok(patterns)
+    Ok(state.store.host_claims(caller.customer.id).await?)
 }
 
 /// Submit a purge (or expiry) of cached content. Answers 303 See Other with the transaction's address; its

@@ -129,10 +129,10 @@ async fn create_session(State(state): State<AppState>, path: PathCustomer, heade
         username: &username,
         password: &password,
         addr: path.addr,
+        token: headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok()),
     };
     let (customer, user) = login.check(&state).await?;
-    let token = headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok());
-    login.finish(&state, &user, token, true).await?;
+    login.finish(&state, &user, true).await?;
     let session_id = auth::new_session_id();
     let now = state.clock.now_ms();
     let record = SessionRecord {

@@ -81,7 +81,11 @@ pub fn parameter_rule(path: &str, name: &str) -> Option<ParameterRule> {
     };
     let dims = sorted_unique(families.iter().flat_map(|f| f.dimensions()));
     let metrics = sorted_unique(families.iter().flat_map(|f| f.metrics()));
-    let rule = |schema: openapi::Object, required: bool, description: &str| {
+    let rule = |mut schema: openapi::Object, required: bool, description: &str| {
+        // A query value is at most MAX_QUERY_VALUE_BYTES bytes: this many characters are that many bytes.
+        if schema.enum_values.is_none() {
+            schema.max_length = Some(edge_api::limits::MAX_QUERY_VALUE_BYTES / 4);
+        }
         Some(ParameterRule { schema, required, description: description.to_string() })
     };
     match name {

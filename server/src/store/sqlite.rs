@@ -9,8 +9,14 @@ use super::db::Db;
 
 /// Opens (creating when absent) `<data_dir>/edge.db` and brings its schema up to date.
 pub async fn open(data_dir: &Path) -> anyhow::Result<Db> {
-    std::fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
+    crate::private::dir(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
     let path = data_dir.join("edge.db");
+    // SQLite gives the -wal and -shm files the database file's permissions: created 0600 here, they are too.
+    // An existing file (from before) is made private as well.
+    crate::private::file(&path).with_context(|| format!("creating {}", path.display()))?;
+    for journal in ["edge.db-wal", "edge.db-shm"] {
+        crate::private::restrict(&data_dir.join(journal)).with_context(|| format!("restricting {journal}"))?;
+    }
     let options = SqliteConnectOptions::from_str("sqlite://")?
         .filename(&path)
         .create_if_missing(true)
