@@ -176,17 +176,24 @@ async fn the_audit_log_keeps_a_bounded_marked_prefix_of_what_a_request_typed() {
 async fn the_openapi_document_states_the_limits() {
     let app = TestApp::new().await;
     let doc = app.send(req(Method::GET, "/openapi.json").done()).await.body;
-    let schema = |name: &str, field: &str| doc["components"]["schemas"][name]["properties"][field]["maxLength"].clone();
-    assert_eq!(schema("UserInput", "username"), 128);
-    assert_eq!(schema("UserInput", "password"), 1024);
-    assert_eq!(schema("NewNetworkList", "description"), 2000);
+    let schemas = &doc["components"]["schemas"];
+    let schema = |name: &str, field: &str| schemas[name]["properties"][field]["maxLength"].clone();
+    assert_eq!(schema("NewUser", "username"), 128);
+    // 1,024 bytes of UTF-8 whatever the characters: 256 characters.
+    assert_eq!(schema("NewUser", "password"), 256);
+    assert_eq!(schema("PasswordChange", "password"), 256);
+    for variant in schemas["NewNetworkList"]["oneOf"].as_array().unwrap() {
+        assert_eq!(variant["properties"]["description"]["maxLength"], 2000);
+    }
     assert_eq!(schema("UpdatePropertyModel", "comment"), 1000);
-    assert_eq!(schema("PurgeUri", "uri_pattern"), 2048);
+    let uri = &schemas["PurgeRequest"]["properties"]["purge_request"]["properties"]["uris"]["items"]["properties"];
+    assert_eq!(uri["uri_pattern"]["maxLength"], 2048);
     let param = |path: &str, name: &str| {
         let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap().clone();
         params.into_iter().find(|p| p["name"] == name).unwrap()["schema"]["maxLength"].clone()
     };
-    assert_eq!(param("/{customer}/v1/stats/data", "filters"), 2048);
+    // 2,048 bytes of UTF-8 whatever the characters: 512 characters.
+    assert_eq!(param("/{customer}/v1/stats/data", "filters"), 512);
     assert_eq!(param("/{customer}/v1/audit", "actor"), 2048);
     assert_eq!(param("/{customer}/v1/users", "q"), 2048);
 }
