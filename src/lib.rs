@@ -3,6 +3,7 @@
 pub mod api;
 pub mod app;
 pub mod components;
+pub mod crash;
 pub mod pages;
 pub mod session;
 pub mod signin;
@@ -17,6 +18,6 @@ pub fn mark(name: &str) {
 
 /// Mounts the console on the page's body.
 pub fn mount() {
-    console_error_panic_hook::set_once();
+    crash::install();
     leptos::mount::mount_to_body(app::App);
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod auth;
 pub mod clock;
 pub mod config;
+pub mod crash_reports;
 pub mod demo;
 pub mod error;
 pub mod extract;
@@ -31,7 +32,7 @@ use axum::{
     http::{HeaderValue, header},
     middleware,
     response::Response,
-    routing::get,
+    routing::{get, post},
 };
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tower_http::{
@@ -179,6 +180,13 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .route("/readyz", get(web::readiness))
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .merge(
+            Router::new()
+                .route(crash_reports::PATH, post(crash_reports::receive))
+                .layer(axum::Extension(Arc::new(crash_reports::Limiter::default())))
+                .layer(middleware::from_fn(web::json_errors))
+                .layer(DefaultBodyLimit::max(crash_reports::MAX_BODY_BYTES)),
+        )
         .merge(api)
         .fallback(web::static_or_not_found)
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))

@@ -95,12 +95,15 @@ fn show(
     children: Arc<dyn Fn(&Shared) -> AnyView + Send + Sync>,
 ) -> AnyView {
     let retry = Callback::new(move |()| resource.refetch());
-    (move || match resource.get() {
-        None => loading_view(loading),
+    // `try_get`: a change that reaches this view in the same turn as its removal (the reactive system runs
+    // the view's update before it drops it) finds the read already disposed; there is nothing to show then.
+    (move || match resource.try_get() {
+        None => ().into_any(),
+        Some(None) => loading_view(loading),
         // A superseded read, cancelled: its successor is on its way.
-        Some(Err(error)) if error.is_cancelled() => loading_view(loading),
-        Some(Err(error)) => error_view(error, retry),
-        Some(Ok(value)) => children(&value),
+        Some(Some(Err(error))) if error.is_cancelled() => loading_view(loading),
+        Some(Some(Err(error))) => error_view(error, retry),
+        Some(Some(Ok(value))) => children(&value),
     })
     .into_any()
 }

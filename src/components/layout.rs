@@ -199,12 +199,13 @@ pub fn Layout() -> impl IntoView {
         clicks.remove();
     });
 
-    // Only login and logout re-render the frame; a refreshed session expiry does not.
-    let who = Memo::new(move |_| {
-        auth.current().filter(|l| l.customer == customer.get()).map(|l| {
-            let username = auth.me().map(|u| u.username).unwrap_or(l.username);
-            (l.customer, username)
-        })
+    // Only login and logout re-render the frame (and with it the view): a refreshed session expiry does not,
+    // nor does the user's record arriving. A frame rebuilt while its view loads disposes the view under reads
+    // still in flight; on a fresh browser the name shown changes from the session's user id to the username
+    // once the record is read, which rebuilt everything mid-load (issue 25), so the name is text of its own.
+    let who = Memo::new(move |_| auth.current().filter(|l| l.customer == customer.get()).map(|l| l.customer));
+    let username = Signal::derive(move || {
+        auth.me().map(|u| u.username).or_else(|| auth.current().map(|l| l.username)).unwrap_or_default()
     });
 
     let logout = act(move |_: &()| {
@@ -218,7 +219,7 @@ pub fn Layout() -> impl IntoView {
 
     view! {
         {move || match who.get() {
-            Some((customer, username)) => {
+            Some(customer) => {
                 view! {
                     <Shell customer username logout />
                     <SessionNotice left stay=Callback::new(move |_| keep_alive()) logout />
@@ -268,7 +269,7 @@ fn SessionNotice(left: Memo<Option<f64>>, stay: Callback<()>, logout: Action<(),
 }
 
 #[component]
-fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl IntoView {
+fn Shell(customer: String, username: Signal<String>, logout: Action<(), ()>) -> impl IntoView {
     let unsaved = Unsaved::get();
     let navigate = use_navigate();
     // A link followed while the view has unsaved work: where it led, until the user decides.

@@ -516,11 +516,11 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
     let id = StoredValue::new(list_id);
     let add = move |values: Vec<String>| {
         sending.set(true);
-        let c = customer.get_untracked();
+        let (c, list) = (customer.get_untracked(), id.get_value());
         leptos::task::spawn_local(async move {
-            add_in_calls(c, id.get_value(), values, calls).await;
+            add_in_calls(c, list, values, calls).await;
             let _ = sending.try_set(false);
-            if calls.with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) {
+            if calls.try_with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) == Some(true) {
                 let _ = text.try_set(String::new());
                 let _ = source.try_set(Lines::Text);
                 let _ = checked.try_set(None);

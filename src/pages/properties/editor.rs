@@ -245,18 +245,13 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     // Rollback: an old version's configuration saved over the current one (read afresh), with If-Match and
     // the merge of a save. A draft in progress stays, edited from the version it was, and merges on its save.
     let rollback = act(move |v: &u64| {
-        let (c, v) = (customer.get_untracked(), *v);
+        // The property's name is read now: the view may be gone when the answers come.
+        let (c, v, property) = (customer.get_untracked(), *v, name.get_value());
         async move {
-            let old = api::config_version(&c, &name.get_value(), v).await?;
-            let current = api::get_config(&c, &name.get_value()).await?;
-            match save_with_merge(
-                &c,
-                &name.get_value(),
-                current,
-                to_value(&old.config),
-                &format!("Roll back to version {v}"),
-            )
-            .await?
+            let old = api::config_version(&c, &property, v).await?;
+            let current = api::get_config(&c, &property).await?;
+            match save_with_merge(&c, &property, current, to_value(&old.config), &format!("Roll back to version {v}"))
+                .await?
             {
                 Saved::Done { doc, .. } => Ok(*doc),
                 Saved::Conflicts(_) => Err(ApiError {
@@ -300,9 +295,9 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             return;
         }
         // Edited from an older version: that version is the base, so that saving merges with what came since.
-        let c = customer.get_untracked();
+        let (c, property) = (customer.get_untracked(), name.get_value());
         leptos::task::spawn_local(async move {
-            if let Ok(old) = api::config_version(&c, &name.get_value(), d.version).await {
+            if let Ok(old) = api::config_version(&c, &property, d.version).await {
                 let _ = notice.try_set(Some(format!(
                     "Your draft was edited from version {}; saving it merges it with the versions since.",
                     d.version

@@ -27,16 +27,17 @@ pub(super) fn History(
     let customer = use_customer();
     let name = StoredValue::new(name);
     let versions = load(move || {
-        let c = customer.get();
+        let (c, property) = (customer.get(), name.get_value());
         reload.track();
-        async move { api::config_versions(&c, &name.get_value()).await }
+        // Values, not the view's stores, go into the request: it may be answered after the view is gone.
+        async move { api::config_versions(&c, &property).await }
     });
     let compare = RwSignal::new(None::<(u64, u64)>);
     let diff = load(move || {
-        let (c, pair) = (customer.get(), compare.get());
+        let (c, pair, property) = (customer.get(), compare.get(), name.get_value());
         async move {
             match pair {
-                Some((from, to)) => api::config_diff(&c, &name.get_value(), from, to).await.map(Some),
+                Some((from, to)) => api::config_diff(&c, &property, from, to).await.map(Some),
                 None => Ok(None),
             }
         }
