@@ -41,13 +41,33 @@ pub fn report_body(message: &str, path: &str) -> String {
     let mut chars = REPORT_MESSAGE_CHARS;
     loop {
         let message: String = message.chars().take(chars).collect();
-        let body =
-            serde_json::json!({ "message": message, "path": path, "version": env!("CARGO_PKG_VERSION") }).to_string();
+        let body = format!(
+            "{{\"message\":{},\"path\":{},\"version\":\"{}\"}}",
+            json_string(&message),
+            json_string(&path),
+            env!("CARGO_PKG_VERSION")
+        );
         if body.len() <= REPORT_MAX_BYTES || chars == 0 {
             return body;
         }
         chars /= 2;
     }
+}
+
+/// `s` as a JSON string, written out here: the sign-in app carries no JSON serializer otherwise.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn report(message: &str) {
