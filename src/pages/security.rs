@@ -18,7 +18,7 @@ use crate::{
     },
     pages::{
         lists::AddToListDialog,
-        stats::{bars, filters::FilterBuilder, filters::with_condition, series_of},
+        stats::{bars, filters::FilterBuilder, filters::with_condition, series_over},
         use_customer, use_query_state,
     },
     session::Auth,
@@ -315,7 +315,8 @@ fn TrendCard(
             <AsyncView resource=data let:answer>
                 {match (answer, range.get_untracked()) {
                     (Some(r), Some(range)) => {
-                        let series = series_of(&r, "hits");
+                        let step = granularity_for(range).millis();
+                        let (series, partial) = series_over(&r, "hits", range.start, range.end, step, now_ms());
                         let total: f64 = series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v)).sum();
                         let y_title = format!("Requests {}", match granularity_for(range) {
                             Granularity::FiveMinute => "per 5 minutes",
@@ -331,6 +332,7 @@ fn TrendCard(
                                 stacked=true
                                 y_title
                                 height=240
+                                partial=partial
                                 on_filter=Callback::new(move |v: String| on_filter.run((dim.to_string(), v)))
                             />
                             <p class="muted small">{format!("Total {}", grouped(total as i64))}</p>

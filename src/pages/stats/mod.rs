@@ -24,7 +24,7 @@ use self::{
     view::{PAGE_SIZE, narrowable, params, rank_metric, ranking, series_dims},
 };
 pub use self::{
-    data::{bars, is_latency, series_of, to_csv, totals},
+    data::{bars, buckets, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals},
     view::{View, grouping_state, metric_label},
 };
 use crate::{
@@ -492,13 +492,14 @@ fn Charts(
             } else {
                 format!("{} {}{}", metric_label(&m), per(granularity), unit.title())
             };
-            let series = r.with_value(|r| series_of(r, &m));
+            let (series, partial) =
+                r.with_value(|r| series_over(r, &m, range.start, range.end, granularity.millis(), now_ms()));
             // Averages do not stack.
             let stacked = stacked.get() && !is_latency(&m);
             let on_filter = split.clone().map(|d| Callback::new(move |v: String| add_filter.run((d.clone(), v))));
             match on_filter {
-                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter /> }.into_any(),
-                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" /> }.into_any(),
+                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial /> }.into_any(),
+                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" partial=partial /> }.into_any(),
             }
         }
     };
