@@ -336,6 +336,7 @@ fn ListDetail(id: String) -> impl IntoView {
         async move { api::get_list(&c, &list_id.get_value()).await }
     });
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
+    let writable = Memo::new(move |_| auth.me().map(|u| u.role.id != "viewer"));
     let task = RwSignal::new(None::<edge_api::Task>);
     let pending = RwSignal::new(None::<Removal>);
     let act = act(move |a: &Removal| {
@@ -380,11 +381,12 @@ fn ListDetail(id: String) -> impl IntoView {
         <AsyncView resource=list loading="Loading the list…" let:answer>
             <ListHeader list=answer writable=auth.can_write() reload pending />
         </AsyncView>
-        // Rendered once per list, not on every reload, so that what they show (a report, a page) stays.
+        // Rendered once per list, not on every reload, so that what they show (a report, a page) stays; and
+        // once the user's role is known, so that its arrival does not rebuild them under their reads.
         {move || {
+            let writable = writable.get()?;
             kind.get()
                 .map(|(id, list_type)| {
-                    let writable = auth.can_write();
                     view! {
                         {writable.then(|| view! { <AddEntries list_id=id.clone() list_type reload /> })}
                         <Entries list_id=id writable reload pending />

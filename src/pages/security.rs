@@ -5,6 +5,7 @@
 
 use edge_api::stats::{Granularity, SHAPING_CATEGORIES, StatsResponse, WAF_CATEGORIES, format_time};
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::{
     api::{self, Column},
@@ -367,6 +368,28 @@ fn TopBars(
         category.track();
         picked.set(None);
     });
+    // The panel opens where the user is looking: below the bars it may be out of view (a click that seemed to
+    // do nothing), so it takes the focus, which scrolls it into view when it is not; closing it gives the focus
+    // back to the bar.
+    let panel = NodeRef::<leptos::html::Div>::new();
+    Effect::new(move |_| {
+        if let Some(el) = panel.get() {
+            let _ = el.focus();
+        }
+    });
+    let close = move || {
+        let value = picked.get_untracked();
+        picked.set(None);
+        let bar = value.and_then(|v| {
+            let items = document().query_selector_all(&format!("#{id} li[data-value] button")).ok()?;
+            (0..items.length())
+                .filter_map(|i| items.item(i)?.dyn_into::<web_sys::HtmlElement>().ok())
+                .find(|b| b.parent_element().and_then(|li| li.get_attribute("data-value")).as_deref() == Some(&v))
+        });
+        if let Some(b) = bar {
+            let _ = b.focus();
+        }
+    };
     view! {
         <AsyncView resource=data let:answer>
             {match answer {
@@ -394,7 +417,18 @@ fn TopBars(
                     let kind = list_type(d);
                     let (a, b) = (value.clone(), value.clone());
                     view! {
-                        <div class="picked" role="group" aria-label=format!("{d} {value}")>
+                        <div
+                            class="picked"
+                            role="group"
+                            aria-label=format!("{d} {value}")
+                            node_ref=panel
+                            tabindex="-1"
+                            on:keydown=move |e: leptos::ev::KeyboardEvent| {
+                                if e.key() == "Escape" {
+                                    close();
+                                }
+                            }
+                        >
                             <span>
                                 <code>{value.clone()}</code>
                                 {format!(" ({})", d.replace('_', " "))}
@@ -411,7 +445,7 @@ fn TopBars(
                                         </button>
                                     }
                                 })}
-                            <button type="button" class="icon" aria-label="Close" on:click=move |_| picked.set(None)>"×"</button>
+                            <button type="button" class="icon" aria-label="Close" on:click=move |_| close()>"×"</button>
                         </div>
                     }
                 })

@@ -439,7 +439,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 if raw.get() {
                     view! { <textarea class="raw-json" name="raw" rows="28" spellcheck="false" aria-label="Configuration as JSON" bind:value=raw_text></textarea> }.into_any()
                 } else {
-                    view! { <StructuredEditor draft writable=writable() /> }.into_any()
+                    view! { <StructuredEditor draft writable=Signal::derive(writable) /> }.into_any()
                 }
             }}
         </Show>

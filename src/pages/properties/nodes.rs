@@ -114,8 +114,19 @@ fn update_node<N: Nodes>(draft: Draft, id: &str, f: impl FnOnce(&mut N)) {
 /// follows (see the module's head).
 #[derive(Clone, Copy)]
 pub struct Fields {
-    pub invalid: RwSignal<BTreeMap<String, String>>,
+    /// By node and field: the section and field ("Origins", "Port") with the node's name (followed as it is
+    /// renamed) between them, and why the text does not fit.
+    pub invalid: RwSignal<BTreeMap<String, Problem>>,
     replaced: RwSignal<u32>,
+}
+
+/// A field holding a text the draft could not take.
+#[derive(Clone)]
+pub struct Problem {
+    section: &'static str,
+    node: Signal<String>,
+    label: &'static str,
+    why: String,
 }
 
 impl Fields {
@@ -136,9 +147,13 @@ impl Fields {
         self.replaced.update(|n| *n += 1);
     }
 
-    /// What holds Save: one line per field, "Origins › api-cluster-x › Port: …".
+    /// What holds Save: one line per field, "Origins › api-cluster-x › Port: …", tracked.
     pub fn problems(&self) -> Vec<String> {
-        self.invalid.with(|m| m.values().cloned().collect())
+        self.invalid.with(|m| {
+            m.values()
+                .map(|p| format!("{} › {} › {}: {}", p.section, p.node.try_get().unwrap_or_default(), p.label, p.why))
+                .collect()
+        })
     }
 }
 
@@ -199,7 +214,7 @@ fn field<N: Nodes>(
     kind: &'static Kind,
     get: fn(&N) -> String,
     set: fn(&mut N, &str),
-    writable: bool,
+    writable: Signal<bool>,
 ) -> AnyView {
     let access = Access {
         read: Box::new({
@@ -224,7 +239,7 @@ struct Access {
     read: Box<dyn Fn() -> Option<String> + Send + Sync>,
     /// Writes a text the field's check accepted into the draft.
     write: Box<dyn Fn(&str) + Send + Sync>,
-    /// What the node is called, for the list of fields to correct.
+    /// What the node is called, for the list of fields to correct, tracked.
     title: Box<dyn Fn() -> String + Send + Sync>,
 }
 
@@ -236,9 +251,10 @@ fn field_view(
     section: &'static str,
     label: &'static str,
     kind: &'static Kind,
-    writable: bool,
+    writable: Signal<bool>,
 ) -> AnyView {
     let Access { read, write, title } = access;
+    let title = Signal::derive(title);
     let fields = Fields::get();
     let model = Memo::new(move |_| read());
     let text = RwSignal::new(model.get_untracked().unwrap_or_default());
@@ -280,9 +296,9 @@ fn field_view(
             }
             Err(why) => {
                 if let Some(f) = fields {
-                    let line = format!("{section} › {} › {label}: {why}", title());
+                    let problem = Problem { section, node: title, label, why: why.clone() };
                     f.invalid.update(|m| {
-                        m.insert(key.clone(), line);
+                        m.insert(key.clone(), problem);
                     });
                 }
                 problem.set(Some(why));
@@ -301,7 +317,7 @@ fn field_view(
             aria-describedby=move || problem.with(Option::is_some).then(|| described.clone())
             prop:value=move || text.get()
             on:input=input
-            prop:disabled=!writable
+            prop:disabled=move || !writable.get()
         />
         {move || problem.get().map(|why| view! { <span class="field-error" id=error_id.clone()>{why}</span> })}
     }
@@ -315,13 +331,13 @@ fn choice<N: Nodes>(
     set: fn(&mut N, String),
     options: &'static [&'static str],
     label: &'static str,
-    writable: bool,
+    writable: Signal<bool>,
 ) -> AnyView {
     let id2 = id.clone();
     let value = move || with_node(draft, &id, get).unwrap_or_default();
     let change = move |e: ev::Event| update_node(draft, &id2, |n: &mut N| set(n, event_target_value(&e)));
     view! {
-        <select aria-label=label prop:value=value on:change=change prop:disabled=!writable>
+        <select aria-label=label prop:value=value on:change=change prop:disabled=move || !writable.get()>
             {options.iter().map(|o| view! { <option value=*o>{*o}</option> }).collect_view()}
         </select>
     }
@@ -334,12 +350,12 @@ fn flag<N: Nodes>(
     get: fn(&N) -> bool,
     set: fn(&mut N, bool),
     label: &'static str,
-    writable: bool,
+    writable: Signal<bool>,
 ) -> AnyView {
     let id2 = id.clone();
     let checked = move || with_node(draft, &id, get).unwrap_or(false);
     let change = move |e: ev::Event| update_node(draft, &id2, |n: &mut N| set(n, event_target_checked(&e)));
-    view! { <input type="checkbox" aria-label=label prop:checked=checked on:change=change prop:disabled=!writable /> }
+    view! { <input type="checkbox" aria-label=label prop:checked=checked on:change=change prop:disabled=move || !writable.get() /> }
         .into_any()
 }
 
@@ -356,7 +372,7 @@ fn readonly_cell<N: Nodes>(draft: Draft, id: String) -> AnyView {
 }
 
 /// Renders one field of a node: the draft, the node's id, whether it may be edited.
-type Cell = fn(Draft, String, bool) -> AnyView;
+type Cell = fn(Draft, String, Signal<bool>) -> AnyView;
 
 type Column<N> = (&'static str, Cell, PhantomNodes<N>);
 
@@ -373,7 +389,7 @@ fn node_table<N: Nodes>(
     title: &'static str,
     id_prefix: &'static str,
     columns: Vec<Column<N>>,
-    writable: bool,
+    writable: Signal<bool>,
 ) -> AnyView {
     let columns = StoredValue::new(columns.into_iter().map(|(t, f, _)| (t, f)).collect::<Vec<_>>());
     let row = move |id: String| node_row::<N>(draft, id, columns.get_value(), writable);
@@ -399,7 +415,7 @@ fn node_table<N: Nodes>(
                     <tr>
                         {columns.get_value().into_iter().map(|(t, _)| view! { <th>{t}</th> }).collect_view()}
                         <th>"Read-only"</th>
-                        {writable.then(|| view! { <th></th> })}
+                        {move || writable.get().then(|| view! { <th></th> })}
                     </tr>
                 </thead>
                 <tbody>
@@ -407,13 +423,13 @@ fn node_table<N: Nodes>(
                 </tbody>
             </table>
             </div>
-            {writable.then(|| view! { <button class="add-node" on:click=add>{format!("Add to {}", title.to_lowercase())}</button> })}
+            {move || writable.get().then(|| view! { <button class="add-node" on:click=add>{format!("Add to {}", title.to_lowercase())}</button> })}
         </div>
     }
     .into_any()
 }
 
-fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell)>, writable: bool) -> AnyView {
+fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell)>, writable: Signal<bool>) -> AnyView {
     let cells =
         columns.into_iter().map(|(_, cell)| view! { <td>{cell(draft, id.clone(), writable)}</td> }).collect_view();
     let readonly = readonly_cell::<N>(draft, id.clone());
@@ -429,14 +445,17 @@ fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell
         <tr data-node=id>
             {cells}
             <td>{readonly}</td>
-            {writable.then(|| view! { <td class="actions"><button class="link danger" on:click=remove>"Remove"</button></td> })}
+            {move || {
+                let remove = remove.clone();
+                writable.get().then(|| view! { <td class="actions"><button class="link danger" on:click=remove>"Remove"</button></td> })
+            }}
         </tr>
     }
     .into_any()
 }
 
 #[component]
-pub fn StructuredEditor(draft: Draft, writable: bool) -> impl IntoView {
+pub fn StructuredEditor(draft: Draft, #[prop(into)] writable: Signal<bool>) -> impl IntoView {
     view! {
         {node_table::<HostPattern>(
             draft,
