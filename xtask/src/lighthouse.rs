@@ -164,7 +164,14 @@ pub fn command(args: &[String]) -> Result<std::process::ExitCode> {
         let mut all = Vec::new();
         for i in 0..runs {
             let report = reports.join(format!("{}-{i}.json", name.to_lowercase()));
-            all.push(run_lighthouse(&tools, &cli, &format!("{base}{path}"), logged_in.then_some(&*cookie), &report, &tmp.0)?);
+            all.push(run_lighthouse(
+                &tools,
+                &cli,
+                &format!("{base}{path}"),
+                logged_in.then_some(&*cookie),
+                &report,
+                &tmp.0,
+            )?);
         }
         all.sort_by(|a, b| score(a, "performance").total_cmp(&score(b, "performance")));
         let median = &all[all.len() / 2];
@@ -185,7 +192,10 @@ pub fn command(args: &[String]) -> Result<std::process::ExitCode> {
         reports.display()
     );
     if !missed.is_empty() {
-        bail!("below the goals (performance {PERFORMANCE_GOAL}, best practices {BEST_PRACTICES_GOAL}): {}", missed.join("; "));
+        bail!(
+            "below the goals (performance {PERFORMANCE_GOAL}, best practices {BEST_PRACTICES_GOAL}): {}",
+            missed.join("; ")
+        );
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
