@@ -333,18 +333,22 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The width of the element `node` refers to, followed as the window changes size.
-fn follow_width(node: NodeRef<html::Div>, fallback: u32) -> RwSignal<u32> {
-    let width = RwSignal::new(fallback);
+/// The width of the element `node` refers to, once laid out (`None` before), followed as the window changes
+/// size. Measured in the next animation frame, when the view's other changes are laid out too: reading a width
+/// right after a change forces a layout of its own, once per chart of the view. The chart is drawn once, at
+/// its width (not at a guess and then again).
+fn follow_width(node: NodeRef<html::Div>) -> RwSignal<Option<u32>> {
+    let width = RwSignal::new(None);
+    // Also called from a frame callback that may come after the view is gone: nothing of it is touched then.
     let measure = move || {
-        if let Some(el) = node.get_untracked() {
+        if let Some(el) = node.try_get_untracked().flatten() {
             let w = el.client_width();
-            if w > 0 && w as u32 != width.get_untracked() {
-                width.set(w as u32);
+            if w > 0 && width.try_get_untracked().is_some_and(|now| now != Some(w as u32)) {
+                width.set(Some(w as u32));
             }
         }
     };
-    node.on_load(move |_| measure());
+    node.on_load(move |_| request_animation_frame(measure));
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());
     width
@@ -375,7 +379,7 @@ pub fn TimeChart(
 ) -> impl IntoView {
     Effect::new(|_| crate::mark("edge:first-chart"));
     let node = NodeRef::<html::Div>::new();
-    let width = follow_width(node, 800);
+    let width = follow_width(node);
     let hidden = RwSignal::new(vec![false; series.len()]);
     let hover = RwSignal::new(None::<usize>);
     let mut times: Vec<i64> = series.iter().flat_map(|s| s.points.iter().map(|(t, _)| *t)).collect();
@@ -388,11 +392,13 @@ pub fn TimeChart(
         series.with_value(|all| {
             let shown: Vec<(usize, &Series)> =
                 all.iter().enumerate().filter(|(i, _)| !h.get(*i).copied().unwrap_or(false)).collect();
-            time_chart_svg(&shown, start, end, stacked, unit, &y_title, width.get().max(240), height, partial)
+            width
+                .get()
+                .map(|w| time_chart_svg(&shown, start, end, stacked, unit, &y_title, w.max(240), height, partial))
         })
     };
     let pick = move |e: ev::PointerEvent| {
-        let w = f64::from(width.get_untracked().max(240));
+        let w = f64::from(width.get_untracked().unwrap_or(800).max(240));
         let x = f64::from(e.offset_x());
         times.with_value(|ts| {
             let nearest = ts
@@ -422,7 +428,7 @@ pub fn TimeChart(
     let tooltip = move || {
         let i = hover.get()?;
         let t = times.with_value(|ts| ts.get(i).copied())?;
-        let w = f64::from(width.get().max(240));
+        let w = f64::from(width.get().unwrap_or(800).max(240));
         let left = x_of(t, start, end, w);
         let h = hidden.get();
         let rows = series.with_value(|all| {
@@ -558,7 +564,7 @@ pub fn TimeChart(
                 on:keydown=keys
                 on:blur=move |_| hover.set(None)
             >
-                <div class="chart-svg" inner_html=svg></div>
+                <div class="chart-svg" style:min-height=format!("{height}px") inner_html=move || svg().unwrap_or_default()></div>
                 {tooltip}
             </div>
             <ul class="legend">{legend}</ul>

@@ -10,7 +10,7 @@ use wasm_bindgen::JsCast;
 use crate::{
     api::{self, Column},
     components::{
-        async_view::{AsyncView, Load, load},
+        async_view::{AsyncView, Later, Load, load},
         chart::{BarList, TimeChart, grouped},
         curl::CopyCurl,
         pager::Pager,
@@ -170,9 +170,10 @@ pub fn Security() -> impl IntoView {
                 <p class="hint">"Raw events are kept for the previous three days and today; trends and top lists for longer."</p>
             </div>
             <div class="grid-2">
-                <TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events />
-                <TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events />
-                <TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events />
+                <Later><TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events /></Later>
+                <Later><TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events /></Later>
+                <Later><TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events /></Later>
+                <Later>
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top WAF"</h2>
@@ -184,6 +185,8 @@ pub fn Security() -> impl IntoView {
                     </div>
                     <TopBars url=waf_top_url id="waf-top" category=waf_category categories=&WAF_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
+                </Later>
+                <Later>
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top traffic shaping"</h2>
@@ -195,8 +198,10 @@ pub fn Security() -> impl IntoView {
                     </div>
                     <TopBars url=ts_top_url id="ts-top" category=ts_category categories=&SHAPING_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
+                </Later>
             </div>
-            <div class="card panel wide" id="events">
+            <Later>
+                <div class="card panel wide" id="events">
                 <div class="toolbar">
                     <h2>"Events"</h2>
                     <span class="spacer"></span>
@@ -215,6 +220,7 @@ pub fn Security() -> impl IntoView {
                     }}
                 </AsyncView>
             </div>
+                </Later>
             {move || {
                 adding
                     .get()

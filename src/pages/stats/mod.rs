@@ -31,7 +31,7 @@ use crate::{
     api,
     components::download::download,
     components::{
-        async_view::{AsyncView, Cancel, load},
+        async_view::{AsyncView, Cancel, Later, load},
         chart::{BarList, TimeChart, Unit},
         curl::CopyCurl,
         range::{Range, RangePicker, allowed_granularities, now_ms},
@@ -266,6 +266,7 @@ pub fn Statistics() -> impl IntoView {
                         "Compare with the previous period"
                     </label>
                 </div>
+                <Later>
                 <fieldset class="picker" id="dimensions">
                     <legend>"Dimensions"</legend>
                     {DELIVERY_DIMENSIONS
@@ -305,6 +306,8 @@ pub fn Statistics() -> impl IntoView {
                             })
                     }}
                 </fieldset>
+                </Later>
+                <Later>
                 <fieldset class="picker" id="metrics">
                     <legend>"Metrics"</legend>
                     {DELIVERY_METRICS
@@ -320,6 +323,8 @@ pub fn Statistics() -> impl IntoView {
                         })
                         .collect_view()}
                 </fieldset>
+                </Later>
+                <Later>
                 <FilterBuilder
                     filters=Signal::derive(move || view.get().filters)
                     dims=&FILTER_DIMENSIONS
@@ -330,10 +335,16 @@ pub fn Statistics() -> impl IntoView {
                         })
                     })
                 />
+                </Later>
             </div>
-            <AsyncView resource=kpis let:totals>
-                {totals.map(|totals| view! { <Kpis totals /> })}
-            </AsyncView>
+            <Later>
+            <div class="kpis-slot">
+                <AsyncView resource=kpis let:totals>
+                    {totals.map(|totals| view! { <Kpis totals /> })}
+                </AsyncView>
+            </div>
+            </Later>
+            <Later>
             <div class="card panel wide chart-card">
                 <div class="toolbar">
                     <h2>"Over time"</h2>
@@ -370,6 +381,8 @@ pub fn Statistics() -> impl IntoView {
                     }
                 </AsyncView>
             </div>
+            </Later>
+            <Later>
             <div class="card panel wide">
                 <div class="toolbar">
                     <h2>"Rows"</h2>
@@ -399,7 +412,10 @@ pub fn Statistics() -> impl IntoView {
                         })}
                 </AsyncView>
             </div>
-            <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
+            </Later>
+            <Later>
+                <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
+            </Later>
         </section>
     }
 }

@@ -757,6 +757,30 @@ impl Browser {
         Ok(())
     }
 
+    /// In screenshot mode ($EDGE_E2E_SCREENSHOTS), the page as it is now at 1366 and 400 px, light and dark:
+    /// `<name>-1366.png`, `<name>-1366-dark.png`, `<name>-400.png`, `<name>-400-dark.png`. The page is left as
+    /// it was (its own width and colours).
+    pub async fn snapshots(&self, name: &str) -> Result<()> {
+        if std::env::var_os("EDGE_E2E_SCREENSHOTS").is_none() {
+            return Ok(());
+        }
+        for width in [1366u32, 400] {
+            self.emulate_width(Some(width)).await?;
+            for dark in [false, true] {
+                let scheme = if dark { "dark" } else { "light" };
+                self.cdp(
+                    "Emulation.setEmulatedMedia",
+                    serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+                )
+                .await?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                self.snapshot(&format!("{name}-{width}{}", if dark { "-dark" } else { "" })).await?;
+            }
+        }
+        self.cdp("Emulation.setEmulatedMedia", serde_json::json!({ "features": [] })).await?;
+        self.emulate_width(None).await
+    }
+
     /// Saves a screenshot as `<name>.png` in $EDGE_E2E_SCREENSHOTS, when that is set, so views can be looked at.
     pub async fn snapshot(&self, name: &str) -> Result<()> {
         if let Some(dir) = std::env::var_os("EDGE_E2E_SCREENSHOTS") {

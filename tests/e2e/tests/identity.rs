@@ -65,6 +65,7 @@ async fn admin_creates_a_user_who_pairs_two_factor_and_logs_in_with_a_code() -> 
     assert_eq!(h.count("form.login .notice.error").await?, 0, "asking for the code is no error");
     h.wait_for("input[name=otp]:focus").await?;
     h.snapshot("login-otp").await?;
+    h.snapshots("login-otp").await?;
     let login_step = step_of(now_ms()) + 1;
     h.keys(&code_at(&secret, login_step).expect("code")).await?;
     assert_eq!(h.value("input[name=password]").await?, ERIN_PASSWORD, "the password is as typed");

@@ -106,6 +106,7 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     let text = h.value("textarea[name=entries]").await?;
     assert!(text.contains("\n10.0.0.0/8\n") && !text.contains("10.9.8.7"), "the fix went into the text: {text:?}");
     h.snapshot("list-report").await?;
+    h.snapshots("list-report").await?;
     h.click("#add-entries .report button.primary").await?;
     h.wait_for_text("#add-entries [role=status].notice", "Added 3 entries; 0 were already in the list.").await?;
     h.wait_for("tr[data-entry='10.0.0.0/8']").await?;

@@ -29,7 +29,7 @@ async fn a_port_that_does_not_fit_stays_as_typed_and_holds_save() -> Result<()> 
     tokio::time::sleep(Duration::from_millis(300)).await;
     ensure!(h.value(&port).await? == "99999", "the port stays as typed: {}", h.value(&port).await?);
     h.wait_until("#invalid-fields", |t| t.contains("Origins › api-cluster-x › Port")).await?;
-    h.snapshot("property-invalid-field").await?;
+    h.snapshots("property-invalid-field").await?;
     // A TTL of -5 or abc stays too, and says why.
     for (typed, reason) in [("-5", "-5 is below 0"), ("abc", "\"abc\" is not a whole number")] {
         h.fill(TTL, typed).await?;
@@ -64,6 +64,8 @@ async fn a_port_that_does_not_fit_stays_as_typed_and_holds_save() -> Result<()> 
         .await?;
     ensure!(overflow == json!([0, 0, true]), "the review fits 400 px: {overflow}");
     h.snapshot("review-phone").await?;
+    h.cdp("Emulation.clearDeviceMetricsOverride", json!({})).await?;
+    h.snapshots("review").await?;
     h.click("#confirm-save").await?;
     h.wait_until("#save-notice", |t| t.starts_with("Saved as version")).await?;
     h.cdp("Emulation.clearDeviceMetricsOverride", json!({})).await?;
@@ -76,6 +78,11 @@ async fn a_port_that_does_not_fit_stays_as_typed_and_holds_save() -> Result<()> 
 async fn a_top_client_ips_panel_opens_in_view_with_the_focus() -> Result<()> {
     let h = Harness::start().await?;
     h.login_as("admin", PASSWORD).await?;
+    // The chart of the last 24 hours, its bucket still filling marked partial.
+    h.goto("/demo/stats").await?;
+    h.wait_for("#time-chart svg text").await?;
+    ensure!(h.count("#time-chart svg rect.partial").await? == 1, "the partial bucket is marked");
+    h.snapshots("statistics-partial").await?;
     h.client.set_window_size(1366, 700).await?;
     h.goto("/demo/security?ts=clientip").await?;
     let bar = "#ts-top li button";
@@ -92,6 +99,7 @@ async fn a_top_client_ips_panel_opens_in_view_with_the_focus() -> Result<()> {
         )
         .await?;
     ensure!(state == json!([true, true]), "the panel has the focus and is in view: {state}");
+    h.snapshots("security-panel").await?;
     // Escape closes it and gives the focus back to the bar.
     h.keys(edge_e2e::ESCAPE).await?;
     h.wait_gone(".picked").await?;
