@@ -170,6 +170,11 @@ fn integer(minimum: u64, maximum: Option<u64>) -> openapi::Object {
 /// Answers that come from the shared layers rather than the handler (customer lookup, authentication, roles,
 /// the same-origin check, login throttling, body limits, extractors), added where the operation does not
 /// describe them itself.
+/// A query's parameters are each bounded where they have a bound, but together they may still pass the limit on
+/// the request line (checked before any handler).
+const URI_TOO_LONG: &str = "The request's path and query are over 16,384 bytes (`uri_too_long`)";
+const _: () = assert!(edge_api::limits::MAX_URI_BYTES == 16_384, "URI_TOO_LONG states the limit");
+
 fn add_common_responses(op: &mut openapi::path::Operation) {
     // Purge and its transactions answer every failure in their own body and document each status themselves.
     if op.tags.as_ref().is_some_and(|tags| tags.iter().any(|t| t == "purge")) {
@@ -198,6 +203,13 @@ fn add_common_responses(op: &mut openapi::path::Operation) {
     }
     if op.request_body.is_some() {
         common.extend([("413", "The body is over the size limit"), ("415", "The body's Content-Type is not accepted")]);
+    }
+    let query = op
+        .parameters
+        .as_ref()
+        .is_some_and(|ps| ps.iter().any(|p| matches!(p.parameter_in, openapi::path::ParameterIn::Query)));
+    if query {
+        common.push(("414", URI_TOO_LONG));
     }
     for (status, description) in common {
         op.responses.responses.entry(status.to_string()).or_insert_with(|| {
