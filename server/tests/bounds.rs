@@ -197,12 +197,16 @@ async fn the_openapi_document_states_the_limits() {
     assert_eq!(param("/{customer}/v1/audit", "actor"), 2048);
     assert_eq!(param("/{customer}/v1/users", "q"), 2048);
     // Each parameter within its bound, several together can still pass the request line's 16,384 bytes: every
-    // operation with a query documents the 414 (the contract fuzzer found /audit's undocumented).
+    // operation with a query documents the 414 (the contract fuzzer found /audit's undocumented), and one with a
+    // header parameter the 431.
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             let params = op["parameters"].as_array().cloned().unwrap_or_default();
             if params.iter().any(|p| p["in"] == "query") {
                 assert!(op["responses"]["414"].is_object(), "{method} {path} does not document 414");
+            }
+            if params.iter().any(|p| p["in"] == "header") {
+                assert!(op["responses"]["431"].is_object(), "{method} {path} does not document 431");
             }
         }
     }

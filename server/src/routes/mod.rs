@@ -174,6 +174,9 @@ fn integer(minimum: u64, maximum: Option<u64>) -> openapi::Object {
 /// the request line (checked before any handler).
 const URI_TOO_LONG: &str = "The request's path and query are over 16,384 bytes (`uri_too_long`)";
 const _: () = assert!(edge_api::limits::MAX_URI_BYTES == 16_384, "URI_TOO_LONG states the limit");
+/// The same for a header parameter past the limit on one header value.
+const HEADER_TOO_LARGE: &str = "A header value is over 8,192 bytes (`header_too_large`)";
+const _: () = assert!(edge_api::limits::MAX_HEADER_VALUE_BYTES == 8_192, "HEADER_TOO_LARGE states the limit");
 
 fn add_common_responses(op: &mut openapi::path::Operation) {
     // Purge and its transactions answer every failure in their own body and document each status themselves.
@@ -210,6 +213,13 @@ fn add_common_responses(op: &mut openapi::path::Operation) {
         .is_some_and(|ps| ps.iter().any(|p| matches!(p.parameter_in, openapi::path::ParameterIn::Query)));
     if query {
         common.push(("414", URI_TOO_LONG));
+    }
+    let header = op
+        .parameters
+        .as_ref()
+        .is_some_and(|ps| ps.iter().any(|p| matches!(p.parameter_in, openapi::path::ParameterIn::Header)));
+    if header {
+        common.push(("431", HEADER_TOO_LARGE));
     }
     for (status, description) in common {
         op.responses.responses.entry(status.to_string()).or_insert_with(|| {
