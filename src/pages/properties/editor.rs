@@ -346,6 +346,9 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     };
     let back = move |_| navigate("?", NavigateOptions::default());
     let writable = move || auth.can_write();
+    // Made once for the editor's life: a signal derived inside the closure below would be disposed with that
+    // closure's run while the fields it was given still read it (a panic when the session ends under them).
+    let can_edit = Signal::derive(writable);
 
     view! {
         <p>
@@ -439,7 +442,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 if raw.get() {
                     view! { <textarea class="raw-json" name="raw" rows="28" spellcheck="false" aria-label="Configuration as JSON" bind:value=raw_text></textarea> }.into_any()
                 } else {
-                    view! { <StructuredEditor draft writable=Signal::derive(writable) /> }.into_any()
+                    view! { <StructuredEditor draft writable=can_edit /> }.into_any()
                 }
             }}
         </Show>
@@ -473,7 +476,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         <History
             name=name.get_value()
             reload=history_reload
-            writable=Signal::derive(writable)
+            writable=can_edit
             rollback
             current=Signal::derive(move || base.with(|b| b.as_ref().map(|b| to_value(&b.config))))
         />

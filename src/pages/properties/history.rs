@@ -89,7 +89,7 @@ pub(super) fn History(
                                                         <td class="actions">
                                                             {(n > 1).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n - 1, n)))>"Changes"</button> })}
                                                             {(n != latest).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n, latest)))>"Compare with current"</button> })}
-                                                            {move || (writable.get() && n != latest).then(|| view! { <button class="link" on:click=move |_| {
+                                                            {move || (writable.try_get().unwrap_or(false) && n != latest).then(|| view! { <button class="link" on:click=move |_| {
                                                                 rollback.value().set(None);
                                                                 rolling.set(Some(n));
                                                             }>"Roll back to this"</button> })}

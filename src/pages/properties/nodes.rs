@@ -317,7 +317,7 @@ fn field_view(
             aria-describedby=move || problem.with(Option::is_some).then(|| described.clone())
             prop:value=move || text.get()
             on:input=input
-            prop:disabled=move || !writable.get()
+            prop:disabled=move || !writable.try_get().unwrap_or(false)
         />
         {move || problem.get().map(|why| view! { <span class="field-error" id=error_id.clone()>{why}</span> })}
     }
@@ -337,7 +337,7 @@ fn choice<N: Nodes>(
     let value = move || with_node(draft, &id, get).unwrap_or_default();
     let change = move |e: ev::Event| update_node(draft, &id2, |n: &mut N| set(n, event_target_value(&e)));
     view! {
-        <select aria-label=label prop:value=value on:change=change prop:disabled=move || !writable.get()>
+        <select aria-label=label prop:value=value on:change=change prop:disabled=move || !writable.try_get().unwrap_or(false)>
             {options.iter().map(|o| view! { <option value=*o>{*o}</option> }).collect_view()}
         </select>
     }
@@ -355,7 +355,7 @@ fn flag<N: Nodes>(
     let id2 = id.clone();
     let checked = move || with_node(draft, &id, get).unwrap_or(false);
     let change = move |e: ev::Event| update_node(draft, &id2, |n: &mut N| set(n, event_target_checked(&e)));
-    view! { <input type="checkbox" aria-label=label prop:checked=checked on:change=change prop:disabled=move || !writable.get() /> }
+    view! { <input type="checkbox" aria-label=label prop:checked=checked on:change=change prop:disabled=move || !writable.try_get().unwrap_or(false) /> }
         .into_any()
 }
 
@@ -415,7 +415,7 @@ fn node_table<N: Nodes>(
                     <tr>
                         {columns.get_value().into_iter().map(|(t, _)| view! { <th>{t}</th> }).collect_view()}
                         <th>"Read-only"</th>
-                        {move || writable.get().then(|| view! { <th></th> })}
+                        {move || writable.try_get().unwrap_or(false).then(|| view! { <th></th> })}
                     </tr>
                 </thead>
                 <tbody>
@@ -423,7 +423,7 @@ fn node_table<N: Nodes>(
                 </tbody>
             </table>
             </div>
-            {move || writable.get().then(|| view! { <button class="add-node" on:click=add>{format!("Add to {}", title.to_lowercase())}</button> })}
+            {move || writable.try_get().unwrap_or(false).then(|| view! { <button class="add-node" on:click=add>{format!("Add to {}", title.to_lowercase())}</button> })}
         </div>
     }
     .into_any()
@@ -447,7 +447,7 @@ fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell
             <td>{readonly}</td>
             {move || {
                 let remove = remove.clone();
-                writable.get().then(|| view! { <td class="actions"><button class="link danger" on:click=remove>"Remove"</button></td> })
+                writable.try_get().unwrap_or(false).then(|| view! { <td class="actions"><button class="link danger" on:click=remove>"Remove"</button></td> })
             }}
         </tr>
     }

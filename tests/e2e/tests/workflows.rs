@@ -1055,17 +1055,34 @@ async fn chart_width_legend_and_back(h: &Harness) -> Result<()> {
     // The legend hides a series and shows it again.
     let lines = || async {
         let n =
-            h.client.execute("return document.querySelectorAll('#time-chart svg polyline').length;", vec![]).await?;
+            // Series drawn, by colour: a series may be several lines (runs between gaps, the dashed step into
+            // the partial bucket).
+            h.client
+                .execute(
+                    "return new Set([...document.querySelectorAll('#time-chart svg polyline')].map(l => l.getAttribute('stroke'))).size;",
+                    vec![],
+                )
+                .await?;
         anyhow::Ok(n.as_u64().unwrap_or_default())
     };
     let all = lines().await?;
     let first = "#time-chart + ul.legend li:first-child button.legend-item";
     h.click(first).await?;
+    // The chart is drawn in the animation frame after the change (at its measured width): a moment later.
+    let lines_become = |n: u64| async move {
+        for _ in 0..50 {
+            if lines().await? == n {
+                return anyhow::Ok(true);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        anyhow::Ok(false)
+    };
     h.wait_for_attr(first, "aria-pressed", "false").await?;
-    ensure!(lines().await? == all - 1, "one line fewer");
+    ensure!(lines_become(all - 1).await?, "one line fewer");
     h.click(first).await?;
     h.wait_for_attr(first, "aria-pressed", "true").await?;
-    ensure!(lines().await? == all, "the line is back");
+    ensure!(lines_become(all).await?, "the line is back");
     // Its ⊕ filters to the value; Back brings the unfiltered view back.
     let value = h.wait_for(first).await?.text().await?.trim().to_string();
     let kpis = h.wait_for("#kpis").await?.text().await?;
