@@ -141,7 +141,9 @@ pub fn run(args: &Args) -> Result<()> {
     let file = work.join("records.ndjson");
     let shape = match args.value("--data") {
         None => Shape::Realistic,
-        Some(s) => Shape::parse(&s).context("--data is realistic or uniform")?,
+        Some(s) => Shape::parse(&s).context(
+            "--data is hour-in-order, hour-shuffled, day-shuffled, 5-days-shuffled, late-arrivals or uniform",
+        )?,
     };
     if kind == "accesslogs" {
         logs::write_access(&file, n, end, shape)?;

@@ -490,17 +490,11 @@ fn dashboard(end: i64) -> Vec<String> {
 const SHAPES: [Shape; 2] = [Shape::Realistic, Shape::Uniform];
 
 fn customer_of(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Realistic => "ingest",
-        Shape::Uniform => "uniform",
-    }
+    shape.name()
 }
 
 fn shape_name(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Realistic => "realistic",
-        Shape::Uniform => "uniform",
-    }
+    shape.name()
 }
 
 /// What the ingestion of one shape of data measured.

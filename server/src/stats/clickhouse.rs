@@ -846,6 +846,9 @@ impl StatsEngine for ClickHouseEngine {
         if n == 0 {
             return Ok(());
         }
+        // In time order, as the embedded engine takes it: the records' places are when values were first seen.
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let seq = self.sequence(n);
         let allow = Column { values: vec!["ALLOW".into()], ids: vec![0] };
         let mut columns: Vec<(usize, &Column)> = batch.dims.iter().enumerate().collect();
@@ -874,6 +877,8 @@ impl StatsEngine for ClickHouseEngine {
         if n == 0 {
             return Ok(());
         }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let seq = self.sequence(n);
         let columns: Vec<(usize, &Column)> =
             batch.dims.iter().enumerate().map(|(i, c)| (dim_id(SECURITY_DIMS[i]).unwrap_or(0), c)).collect();

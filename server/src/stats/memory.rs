@@ -26,7 +26,7 @@ mod aggregate;
 mod block;
 mod wal;
 
-use aggregate::{Input, Mapping, Metrics, Plan, Records, Work};
+use aggregate::{Horizon, Input, Mapping, Metrics, Plan, Records, Work};
 use block::{Block, Rollup};
 use wal::Log;
 
@@ -695,29 +695,33 @@ impl MemoryEngine {
 
     /// Adds an encoded access batch to every delivery, top-K URL and request-trend rollup.
     fn apply_access(&self, tenant: &Tenant, b: &AccessBatch, maps: &[Vec<u32>]) {
-        let n = b.len();
-        let zeros = vec![0u32; n];
-        // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
-        let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
-        cols.push(&b.dims[4].ids);
-        cols.push(&zeros);
+        let zeros = vec![0u32; b.len()];
         let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
         card.push(b.dims[4].values.len());
         card.push(1);
-        let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
-        let input = Input { ts: &b.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps };
-        self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, |step| self.kept_from(step)));
+        let horizon = Horizon { now_ms: self.clock.now_ms() };
+        in_parts(b.len(), |r| {
+            // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
+            let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| &c.ids[r.clone()]).collect();
+            cols.push(&b.dims[4].ids[r.clone()]);
+            cols.push(&zeros[r.clone()]);
+            let metrics: Vec<&[u64]> = b.metrics.iter().map(|m| &m[r.clone()]).collect();
+            let input = Input {
+                ts: &b.ts_ms[r],
+                cols,
+                card: card.clone(),
+                metrics: Metrics::Columns(&metrics),
+                wanted: Vec::new(),
+                maps,
+            };
+            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon));
+        });
     }
 
     fn with_work(&self, f: impl FnOnce(&mut Work)) {
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
         f(&mut work);
         self.work.lock().unwrap_or_else(|e| e.into_inner()).push(work);
-    }
-
-    /// The first bucket kept of the granularity of `step` milliseconds.
-    fn kept_from(&self, step: i64) -> Option<i64> {
-        Granularity::ALL.into_iter().find(|g| g.millis() == step).and_then(|g| self.retention_start(g))
     }
 
     /// Adds an encoded security batch to the raw events and every security rollup.
@@ -742,22 +746,25 @@ impl MemoryEngine {
                 }
             }
         }
-        let wanted = [(true, false), (false, false), (false, true)]
+        let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
             .into_iter()
             .map(|(waf, rate_limited)| {
                 let w = (0..n).map(|i| is_waf[i] == waf && (!rate_limited || limited[i])).collect();
                 (Records::Security { waf, rate_limited }, w)
             })
             .collect();
-        let input = Input {
-            ts: &b.ts_ms,
-            cols: b.dims.iter().map(|c| c.ids.as_slice()).collect(),
-            card: b.dims.iter().map(|c| c.values.len()).collect(),
-            metrics: Metrics::Count,
-            wanted,
-            maps,
-        };
-        self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, |step| self.kept_from(step)));
+        let horizon = Horizon { now_ms: self.clock.now_ms() };
+        in_parts(n, |r| {
+            let input = Input {
+                ts: &b.ts_ms[r.clone()],
+                cols: b.dims.iter().map(|c| &c.ids[r.clone()]).collect(),
+                card: b.dims.iter().map(|c| c.values.len()).collect(),
+                metrics: Metrics::Count,
+                wanted: wanted.iter().map(|(records, w)| (*records, &w[r.clone()])).collect(),
+                maps,
+            };
+            self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, &horizon));
+        });
     }
 
     /// Loads pre-aggregated rows into the rollup of a delivery or top-K URL grouping set (the benchmark's bulk
@@ -792,7 +799,7 @@ impl MemoryEngine {
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
-            rollup.open(bucket, want.len(), n_metrics).add(key, |i| e[i], &metrics);
+            rollup.open(bucket, want.len(), n_metrics).add(key, &metrics);
             n += 1;
         }
         rollup.seal_all();
@@ -855,6 +862,32 @@ pub(super) fn choose(
         .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
         .min_by_key(|(_, s)| s.dims.len())
         .map(|(i, _)| (i, true))
+}
+
+/// Batches of at least this many records are summed in parts on threads of their own.
+const PART_RECORDS: usize = 4096;
+
+/// Runs `apply` on consecutive parts of `n` records: one part a core (at most four), each at least
+/// [`PART_RECORDS`], at once. Parts of a batch merge into the rollups as concurrent batches do, each rollup
+/// under its own lock; a request of one connection uses every core.
+fn in_parts(n: usize, apply: impl Fn(std::ops::Range<usize>) + Sync) {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get().min(4)));
+    let parts = cores.min(n / PART_RECORDS).max(1);
+    if parts == 1 {
+        return apply(0..n);
+    }
+    let bound = |i: usize| n * i / parts;
+    std::thread::scope(|s| {
+        let apply = &apply;
+        let others: Vec<_> = (1..parts).map(|i| s.spawn(move || apply(bound(i)..bound(i + 1)))).collect();
+        apply(0..bound(1));
+        for other in others {
+            if let Err(panic) = other.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
 }
 
 pub(super) fn day_start(ms: i64) -> i64 {
@@ -1028,15 +1061,10 @@ fn select(filter: &Compiled, block: &Block, mask: &mut Vec<bool>) -> Selection {
             mask.clear();
             mask.resize(n, true);
             for t in tests {
-                let col = &block.dims[t.column];
                 match (t.id, t.equal) {
                     (None, true) => return Selection::Nothing,
                     (None, false) => {}
-                    (Some(id), eq) => {
-                        for (m, v) in mask.iter_mut().zip(col) {
-                            *m &= (*v == id) == eq;
-                        }
-                    }
+                    (Some(id), eq) => block.dim(t.column).for_each(mask, |m, v| *m &= (v == id) == eq),
                 }
             }
             Selection::Mask
@@ -1045,15 +1073,10 @@ fn select(filter: &Compiled, block: &Block, mask: &mut Vec<bool>) -> Selection {
             mask.clear();
             mask.resize(n, false);
             for t in tests {
-                let col = &block.dims[t.column];
                 match (t.id, t.equal) {
                     (None, true) => {}
                     (None, false) => return Selection::All,
-                    (Some(id), eq) => {
-                        for (m, v) in mask.iter_mut().zip(col) {
-                            *m |= (*v == id) == eq;
-                        }
-                    }
+                    (Some(id), eq) => block.dim(t.column).for_each(mask, |m, v| *m |= (v == id) == eq),
                 }
             }
             Selection::Mask
@@ -1205,7 +1228,7 @@ impl MemoryEngine {
                     if !sel.has(&mask, r) {
                         continue;
                     }
-                    let key: Vec<u32> = dim_cols.iter().map(|c| block.dims[*c][r]).collect();
+                    let key: Vec<u32> = dim_cols.iter().map(|c| block.dim(*c).get(r)).collect();
                     let m = groups.entry((b, key)).or_insert_with(|| vec![0; metric_cols.len()]);
                     for (slot, c) in m.iter_mut().zip(&metric_cols) {
                         *slot += block.metric(*c).get(r);
@@ -1308,7 +1331,7 @@ impl MemoryEngine {
                             if sel.has(&mask, r) {
                                 let key = order.key(
                                     *bucket,
-                                    |d| block.dims[dim_cols[d]][r],
+                                    |d| block.dim(dim_cols[d]).get(r),
                                     |m| block.metric(metric_cols[m]).get(r),
                                 );
                                 top.offer(key, pos(r));
@@ -1444,7 +1467,7 @@ impl MemoryEngine {
 fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols: &[usize]) -> Row {
     Row {
         bucket,
-        dims: dim_cols.iter().map(|c| block.dims[*c][r]).collect(),
+        dims: dim_cols.iter().map(|c| block.dim(*c).get(r)).collect(),
         metrics: metric_cols.iter().map(|c| block.metric(*c).get(r)).collect(),
     }
 }
@@ -1454,6 +1477,8 @@ impl StatsEngine for MemoryEngine {
         if batch.is_empty() {
             return Ok(());
         }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         let maps = self.encode_access(&tenant, batch)?;
         let apply = || self.apply_access(&tenant, batch, &maps);
@@ -1464,6 +1489,8 @@ impl StatsEngine for MemoryEngine {
         if batch.is_empty() {
             return Ok(());
         }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         let maps = self.encode_security(&tenant, batch)?;
         let apply = || self.apply_security(&tenant, batch, &maps);
@@ -1491,11 +1518,12 @@ impl StatsEngine for MemoryEngine {
         let tenants: Vec<_> = self.tenants.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
         for t in tenants {
             for (spec, rollup) in self.specs.iter().zip(&t.rollups) {
+                let mut rollup = write(rollup);
                 if let Some(from) = spec.granularity.kept_from(now_ms) {
-                    let mut rollup = write(rollup);
                     let keep = rollup.blocks.split_off(&from);
                     rollup.blocks = keep;
                 }
+                rollup.seal_untouched();
             }
             let mut ev = write(&t.events);
             ev.sort();
@@ -1589,9 +1617,10 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
         w.write_all(&(r.blocks.len() as u64).to_le_bytes())?;
         for (bucket, b) in &r.blocks {
             w.write_all(&bucket.to_le_bytes())?;
-            w.write_all(&(b.dims.len() as u32).to_le_bytes())?;
+            let dims = b.dim_columns();
+            w.write_all(&(dims.len() as u32).to_le_bytes())?;
             w.write_all(&(b.n_metrics() as u32).to_le_bytes())?;
-            for c in &b.dims {
+            for c in &dims {
                 write_u32s(w, c)?;
             }
             for c in &b.metric_columns() {
@@ -1807,8 +1836,8 @@ mod tests {
                 let key = engine.specs[spec]
                     .dims
                     .iter()
-                    .zip(&block.dims)
-                    .map(|(d, col)| dicts[*d].value(col[r]).to_string())
+                    .enumerate()
+                    .map(|(c, d)| dicts[*d].value(block.dim(c).get(r)).to_string())
                     .collect();
                 let metrics = (0..block.n_metrics()).map(|c| block.metric(c).get(r)).collect();
                 assert!(rows.insert((*bucket, key), metrics).is_none(), "a key stored twice");
@@ -1825,13 +1854,17 @@ mod tests {
         let (access, security) = (access(&mut rng, 6000), security(&mut rng, 3000));
         // Batches of many sizes, one record up to thousands, so rows are both new and merged into.
         let mut at = 0;
-        for size in [1, 7, 2500, 30, 1, 3000, 462].iter().cycle() {
+        for (i, size) in [1, 7, 2500, 30, 1, 3000, 462].iter().cycle().enumerate() {
             if at >= access.len() {
                 break;
             }
             let end = (at + size).min(access.len());
             engine.ingest_access(1, &AccessBatch::from_records(&access[at..end])).unwrap();
             at = end;
+            // Upkeep seals what the last round did not touch: later batches reopen blocks of every age.
+            if i % 3 == 2 {
+                engine.enforce_retention(T0).unwrap();
+            }
         }
         for chunk in security.chunks(700) {
             engine.ingest_security(1, &SecurityBatch::from_records(chunk)).unwrap();

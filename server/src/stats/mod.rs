@@ -84,7 +84,8 @@ pub trait StatsEngine: Send + Sync + 'static {
     /// Answers a validated query for `customer` (named `customer_name`, the value of the `customer` dimension).
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError>;
     /// Drops what is older than the retention of each granularity, and raw events before the previous three
-    /// days.
+    /// days. Runs every ten minutes; the embedded engine also compacts what ingestion left open since the
+    /// last run.
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()>;
     /// Writes a snapshot so the log can be emptied.
     fn checkpoint(&self) -> anyhow::Result<()>;
