@@ -13,6 +13,7 @@ pub mod extract;
 pub mod fleet;
 pub mod hashing;
 pub mod mail;
+pub mod metrics;
 pub mod net;
 pub mod otp;
 pub mod routes;
@@ -87,6 +88,10 @@ pub struct Settings {
     /// Statistics in ClickHouse (`clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE`) instead of the embedded
     /// engine in the data dir.
     pub stats_url: Option<String>,
+    /// What one customer's statistics may hold in the embedded engine.
+    pub stats_limits: stats::Limits,
+    /// `GET /metrics` is served to requests bearing this token (and not at all without one).
+    pub metrics_token: Option<String>,
 }
 
 impl Settings {
@@ -116,6 +121,8 @@ impl Settings {
             audit_retention_days: 400,
             task_retention_days: 30,
             stats_url: None,
+            stats_limits: stats::Limits::DEFAULT,
+            metrics_token: None,
         }
     }
 }
@@ -150,8 +157,8 @@ impl AppState {
                 Arc::new(tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??)
             }
             None => {
-                let (dir, clock) = (settings.data_dir.clone(), clock.clone());
-                Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??)
+                let (dir, clock, limits) = (settings.data_dir.clone(), clock.clone(), settings.stats_limits);
+                Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open_with(&dir, clock, limits)).await??)
             }
         };
         let mailer = Mailer::new(settings.smtp_url.as_deref(), &settings.mail_from, settings.data_dir.join("outbox"))?;
@@ -178,6 +185,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .route("/readyz", get(web::readiness))
+        .route("/metrics", get(metrics::metrics))
         .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
         .merge(api)
         .fallback(web::static_or_not_found)

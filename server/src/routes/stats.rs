@@ -13,8 +13,8 @@ use axum::{
 use edge_api::{
     ErrorBody,
     stats::{
-        self, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
-        StatsResponse, format_time, validate, write_time,
+        self, DimensionList, Family, FoldedDimension, Granularity, GroupingList, IngestResult, MetricList, Query,
+        RawQuery, StatsResponse, format_time, validate, write_time,
     },
 };
 use serde::Deserialize;
@@ -27,7 +27,7 @@ use crate::{
     auth::Caller,
     error::{AppError, AppResult},
     extract,
-    stats::{Answer, Cell, IngestError, QueryError, ingest},
+    stats::{Answer, Cell, IngestError, QueryError, Stored, ingest},
 };
 
 /// The families a statistics path answers for (every category of a `{category}` path); none for other paths.
@@ -522,7 +522,7 @@ async fn ingest_with<B: Send + 'static>(
     headers: &HeaderMap,
     body: Bytes,
     parse: fn(&str) -> (B, ingest::Rejected),
-    store: fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<u64, IngestError>,
+    store: fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<(u64, Stored), IngestError>,
 ) -> AppResult<axum::Json<IngestResult>> {
     let encoding = ndjson(headers)?;
     let engine = state.stats.clone();
@@ -541,14 +541,23 @@ async fn ingest_with<B: Send + 'static>(
         let text = std::str::from_utf8(decoded.as_deref().unwrap_or(&body))
             .map_err(|_| AppError::bad_request("invalid_encoding", "The body is not UTF-8."))?;
         let (batch, rejected) = parse(text);
-        let accepted = store(engine.as_ref(), customer, &batch).map_err(|e| match e {
-            IngestError::Full(m) => AppError::InsufficientStorage(format!("Nothing of the batch was stored: {m}.")),
+        let limit = engine.limits().max_values as u64;
+        let (accepted, stored) = store(engine.as_ref(), customer, &batch).map_err(|e| match e {
+            IngestError::Full(m) => AppError::Conflict {
+                kind: "statistics_full",
+                message: format!("Nothing of the batch was stored: {m}."),
+            },
             IngestError::Unavailable(message) => {
                 AppError::Unavailable { kind: "database_unavailable", message, retry_after_secs: 2 }
             }
             IngestError::Internal(e) => AppError::Internal(e),
         })?;
-        Ok(IngestResult { accepted, rejected: rejected.lines, rejected_more: rejected.more })
+        let folded = stored
+            .folded
+            .into_iter()
+            .map(|(dimension, records)| FoldedDimension { dimension: dimension.into(), records, limit })
+            .collect();
+        Ok(IngestResult { accepted, rejected: rejected.lines, rejected_more: rejected.more, folded })
     })
     .await??;
     Ok(axum::Json(result))
@@ -574,7 +583,7 @@ async fn ingest_access(
     body: Bytes,
 ) -> AppResult<axum::Json<IngestResult>> {
     ingest_with(&state, &caller, &headers, body, ingest::parse_access, |e, c, b| {
-        e.ingest_access(c, b).map(|()| b.len() as u64)
+        e.ingest_access(c, b).map(|stored| (b.len() as u64, stored))
     })
     .await
 }
@@ -598,7 +607,7 @@ async fn ingest_security(
     body: Bytes,
 ) -> AppResult<axum::Json<IngestResult>> {
     ingest_with(&state, &caller, &headers, body, ingest::parse_security, |e, c, b| {
-        e.ingest_security(c, b).map(|()| b.len() as u64)
+        e.ingest_security(c, b).map(|stored| (b.len() as u64, stored))
     })
     .await
 }

@@ -26,7 +26,7 @@ use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK
 use serde::Deserialize;
 
 use super::{
-    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, StatsEngine, dim_id,
+    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, StatsEngine, Stored, dim_id,
     ingest::{Column, SECURITY_DIMS},
     memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
 };
@@ -841,10 +841,10 @@ impl ClickHouseEngine {
 }
 
 impl StatsEngine for ClickHouseEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError> {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
         let n = batch.len();
         if n == 0 {
-            return Ok(());
+            return Ok(Stored::default());
         }
         // In time order, as the embedded engine takes it: the records' places are when values were first seen.
         let sorted = batch.by_time();
@@ -869,13 +869,14 @@ impl StatsEngine for ClickHouseEngine {
         }
         let names: Vec<&str> =
             ["customer", "ts", "seq"].into_iter().chain(DIMS[..14].iter().copied()).chain(DELIVERY_METRICS).collect();
-        Ok(self.insert(dict, "access", names.join(", "), rows)?)
+        self.insert(dict, "access", names.join(", "), rows)?;
+        Ok(Stored::default())
     }
 
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError> {
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
         let n = batch.len();
         if n == 0 {
-            return Ok(());
+            return Ok(Stored::default());
         }
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
@@ -893,7 +894,8 @@ impl StatsEngine for ClickHouseEngine {
             }
         }
         let names: Vec<&str> = ["customer", "ts", "seq"].into_iter().chain(SECURITY_DIMS).collect();
-        Ok(self.insert(dict, "security", names.join(", "), rows)?)
+        self.insert(dict, "security", names.join(", "), rows)?;
+        Ok(Stored::default())
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {

@@ -16,14 +16,15 @@ use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS
 use rustc_hash::FxHashMap;
 
 use super::{
-    AccessBatch, AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, SecurityRecord,
-    StatsEngine, dim_id,
+    AccessBatch, AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, Limits, QueryError, SecurityBatch,
+    SecurityRecord, StatsEngine, Stored, Usage, dim_id,
     ingest::{Column, SECURITY_DIMS},
 };
 use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
 mod block;
+mod limits;
 mod wal;
 
 use aggregate::{Horizon, Input, Mapping, Metrics, Plan, Records, Work};
@@ -193,6 +194,16 @@ impl Dict {
         Some(id)
     }
 
+    /// Keeps the values marked in `used` (one mark a value), in their order.
+    fn keep(&mut self, used: &[bool]) {
+        let values = std::mem::take(&mut self.values);
+        self.ids.clear();
+        for (v, _) in values.into_iter().zip(used).filter(|(_, u)| **u) {
+            self.ids.insert(v.clone(), self.values.len() as u32);
+            self.values.push(v);
+        }
+    }
+
     /// Forgets the values added after the first `len`.
     fn truncate(&mut self, len: usize) {
         for v in self.values.drain(len.min(self.values.len())..) {
@@ -238,6 +249,10 @@ struct Tenant {
     dicts: RwLock<Vec<Dict>>,
     rollups: Vec<RwLock<Rollup>>,
     events: RwLock<Events>,
+    /// Rollup rows and raw events held (what [`Limits::max_rows`] limits).
+    rows: std::sync::atomic::AtomicU64,
+    /// Records whose value was folded since start, per dimension.
+    folded: Vec<std::sync::atomic::AtomicU64>,
 }
 
 impl Tenant {
@@ -246,7 +261,38 @@ impl Tenant {
             dicts: RwLock::new(DIMS.iter().map(|_| Dict::default()).collect()),
             rollups: (0..n_specs).map(|_| RwLock::new(Rollup::default())).collect(),
             events: RwLock::new(Events { ts: Vec::new(), cols: vec![Vec::new(); EVENT_DIMS.len()], sorted: true }),
+            rows: Default::default(),
+            folded: limits::new_folded_counters(),
         }
+    }
+
+    /// Rows held and memory taken.
+    fn footprint(&self) -> Footprint {
+        let mut f = Footprint::default();
+        for rollup in &self.rollups {
+            for block in read(rollup).blocks.values() {
+                f.rollup_rows += block.len() as u64;
+                f.bytes += block.bytes() + 48;
+            }
+        }
+        let ev = read(&self.events);
+        f.event_rows += ev.ts.len() as u64;
+        f.bytes += (ev.ts.capacity() * 8 + ev.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
+        // A value: its text, and its place in the list and in the index (two pointers and a hash slot each).
+        f.bytes +=
+            read(&self.dicts).iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 56).sum::<u64>()).sum::<u64>();
+        f
+    }
+
+    fn add_rows(&self, n: u64) {
+        self.rows.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn drop_rows(&self, n: u64) {
+        let _ =
+            self.rows.fetch_update(std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed, |r| {
+                Some(r.saturating_sub(n))
+            });
     }
 }
 
@@ -266,8 +312,8 @@ pub struct MemoryEngine {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
-    /// Distinct values a dimension of one customer may hold ([`MAX_IDS`] unless opened for a test).
-    max_ids: usize,
+    /// What a customer may hold.
+    limits: Limits,
     tenants: RwLock<HashMap<CustomerId, Arc<Tenant>>>,
     /// The write-ahead log (group commit).
     log: Log,
@@ -496,15 +542,15 @@ fn decode_security_rows(mut d: Dec, count: u32) -> anyhow::Result<SecurityBatch>
 }
 
 impl MemoryEngine {
-    /// Opens the engine in `<data_dir>/stats`: loads the snapshot and replays the log after it.
+    /// Opens the engine in `<data_dir>/stats` with no limit but its own (benchmarks, tests): loads the
+    /// snapshot and replays the log after it.
     pub fn open(data_dir: &Path, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        Self::open_with_limit(data_dir, clock, MAX_IDS)
+        Self::open_with(data_dir, clock, Limits::NONE)
     }
 
-    /// [`MemoryEngine::open`] with at most `max_ids` distinct values per dimension and customer (at most
-    /// [`MAX_IDS`]): tests reach the limit with a few records.
-    pub fn open_with_limit(data_dir: &Path, clock: Arc<dyn Clock>, max_ids: usize) -> anyhow::Result<Self> {
-        let max_ids = max_ids.min(MAX_IDS);
+    /// [`MemoryEngine::open`] with what each customer may hold. The log's batches replay under these limits
+    /// too, except that none is refused for the rows it holds: each was acknowledged.
+    pub fn open_with(data_dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> anyhow::Result<Self> {
         let dir = data_dir.join("stats");
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let specs = all_specs();
@@ -521,7 +567,7 @@ impl MemoryEngine {
             clock,
             tenants: RwLock::new(HashMap::new()),
             log: Log::open(wal_path.clone(), applied, 0)?,
-            max_ids,
+            limits,
             access_plan: Plan::new(&specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping),
             security_plan: Plan::new(&specs, 1, None, security_mapping),
             work: Mutex::new(Vec::new()),
@@ -578,8 +624,8 @@ impl MemoryEngine {
                     };
                     batch.map_err(IngestError::from).and_then(|b| {
                         let tenant = self.tenant(customer);
-                        let maps = self.encode_access(&tenant, &b)?;
-                        self.apply_access(&tenant, &b, &maps);
+                        let encoded = self.encode_access(&tenant, &b)?;
+                        self.apply_access(&tenant, &b, &encoded.maps);
                         Ok(())
                     })
                 }
@@ -591,8 +637,8 @@ impl MemoryEngine {
                     };
                     batch.map_err(IngestError::from).and_then(|b| {
                         let tenant = self.tenant(customer);
-                        let maps = self.encode_security(&tenant, &b)?;
-                        self.apply_security(&tenant, &b, &maps);
+                        let encoded = self.encode_security(&tenant, &b)?;
+                        self.apply_security(&tenant, &b, &encoded.maps);
                         Ok(())
                     })
                 }
@@ -652,45 +698,28 @@ impl MemoryEngine {
         g.kept_from(self.clock.now_ms())
     }
 
-    /// Maps each column's batch values to the customer's dictionary ids (`columns`: the dictionary of each
-    /// column, by [`DIMS`] id). When a dictionary is full, the values added so far are forgotten and nothing
-    /// of the batch is stored.
-    fn encode(&self, tenant: &Tenant, columns: &[(usize, &Column)]) -> Result<Vec<Vec<u32>>, IngestError> {
-        let mut dicts = write(&tenant.dicts);
-        let lens: Vec<usize> = dicts.iter().map(|d| d.values.len()).collect();
-        let mut maps = Vec::with_capacity(columns.len());
-        for (dim, column) in columns {
-            let map: Option<Vec<u32>> = column.values.iter().map(|v| dicts[*dim].id(v, self.max_ids)).collect();
-            match map {
-                Some(map) => maps.push(map),
-                None => {
-                    for (d, len) in dicts.iter_mut().zip(lens) {
-                        d.truncate(len);
-                    }
-                    return Err(IngestError::Full(format!(
-                        "{} already holds {} distinct values for this customer",
-                        DIMS[*dim], self.max_ids
-                    )));
-                }
-            }
-        }
-        Ok(maps)
-    }
-
-    /// Dictionary ids of an access batch's values, by access column (see [`AccessColumns`]).
-    fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<Vec<Vec<u32>>, IngestError> {
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+    /// The columns of an access batch as the dictionaries take them: the 14 of the batch (by [`DIMS`] id),
+    /// its country code again as `client_country_code`, and `waf_action` (ALLOW).
+    fn access_columns<'a>(b: &'a AccessBatch, allow: &'a Column) -> Vec<(usize, &'a Column)> {
         let mut columns: Vec<(usize, &Column)> = b.dims.iter().enumerate().collect();
         columns.push((dim_id("client_country_code").unwrap_or(0), &b.dims[4]));
-        columns.push((dim_id("waf_action").unwrap_or(0), &allow));
-        self.encode(tenant, &columns)
+        columns.push((dim_id("waf_action").unwrap_or(0), allow));
+        columns
+    }
+
+    fn security_columns(b: &SecurityBatch) -> Vec<(usize, &Column)> {
+        b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect()
+    }
+
+    /// Dictionary ids of an access batch's values, by column of [`MemoryEngine::access_columns`].
+    fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<limits::Encoded, IngestError> {
+        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b, &allow), self.limits.max_values)
     }
 
     /// Dictionary ids of a security batch's values, by column (in [`SECURITY_DIMS`] order).
-    fn encode_security(&self, tenant: &Tenant, b: &SecurityBatch) -> Result<Vec<Vec<u32>>, IngestError> {
-        let columns: Vec<(usize, &Column)> =
-            b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect();
-        self.encode(tenant, &columns)
+    fn encode_security(&self, tenant: &Tenant, b: &SecurityBatch) -> Result<limits::Encoded, IngestError> {
+        limits::encode(&mut write(&tenant.dicts), &Self::security_columns(b), self.limits.max_values)
     }
 
     /// Adds an encoded access batch to every delivery, top-K URL and request-trend rollup.
@@ -699,7 +728,7 @@ impl MemoryEngine {
         let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
         card.push(b.dims[4].values.len());
         card.push(1);
-        let horizon = Horizon { now_ms: self.clock.now_ms() };
+        let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
         in_parts(b.len(), |r| {
             // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
             let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| &c.ids[r.clone()]).collect();
@@ -714,7 +743,7 @@ impl MemoryEngine {
                 wanted: Vec::new(),
                 maps,
             };
-            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon));
+            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows));
         });
     }
 
@@ -736,6 +765,7 @@ impl MemoryEngine {
         {
             let events_from = day_start(self.clock.now_ms()) - EVENT_DAYS * 86_400_000;
             let mut ev = write(&tenant.events);
+            let before = ev.ts.len();
             for i in (0..n).filter(|i| b.ts_ms[*i] >= events_from) {
                 if ev.ts.last().is_some_and(|last| *last > b.ts_ms[i]) {
                     ev.sorted = false;
@@ -745,6 +775,7 @@ impl MemoryEngine {
                     column.push(maps[c][b.dims[c].ids[i] as usize]);
                 }
             }
+            tenant.add_rows((ev.ts.len() - before) as u64);
         }
         let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
             .into_iter()
@@ -753,7 +784,7 @@ impl MemoryEngine {
                 (Records::Security { waf, rate_limited }, w)
             })
             .collect();
-        let horizon = Horizon { now_ms: self.clock.now_ms() };
+        let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
         in_parts(n, |r| {
             let input = Input {
                 ts: &b.ts_ms[r.clone()],
@@ -763,7 +794,7 @@ impl MemoryEngine {
                 wanted: wanted.iter().map(|(records, w)| (*records, &w[r.clone()])).collect(),
                 maps,
             };
-            self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, &horizon));
+            self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows));
         });
     }
 
@@ -795,11 +826,13 @@ impl MemoryEngine {
         for (bucket, values, metrics) in rows {
             let mut e = Vec::with_capacity(want.len());
             for (k, id) in want.iter().enumerate() {
-                e.push(dicts[*id].id(&values[order[k]], self.max_ids).context("dictionary full")?);
+                e.push(dicts[*id].id(&values[order[k]], MAX_IDS).context("dictionary full")?);
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
-            rollup.open(bucket, want.len(), n_metrics).add(key, &metrics);
+            if rollup.open(bucket, want.len(), n_metrics).add(key, &metrics) {
+                tenant.add_rows(1);
+            }
             n += 1;
         }
         rollup.seal_all();
@@ -816,7 +849,7 @@ impl MemoryEngine {
             let mut row = [0u32; EVENT_DIMS.len()];
             for (c, name) in EVENT_DIMS.iter().enumerate() {
                 let id = dim_id(name).unwrap_or(0);
-                row[c] = dicts[id].id(&r.dims[c], self.max_ids).context("dictionary full")?;
+                row[c] = dicts[id].id(&r.dims[c], MAX_IDS).context("dictionary full")?;
             }
             if ev.ts.last().is_some_and(|last| *last > r.ts_ms) {
                 ev.sorted = false;
@@ -826,6 +859,7 @@ impl MemoryEngine {
                 col.push(v);
             }
         }
+        tenant.add_rows(records.len() as u64);
         Ok(())
     }
 
@@ -1473,28 +1507,56 @@ fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols:
 }
 
 impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError> {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Stored::default());
         }
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
-        let maps = self.encode_access(&tenant, batch)?;
-        let apply = || self.apply_access(&tenant, batch, &maps);
-        Ok(self.logged(KIND_ACCESS, customer, batch.len(), wire_access(batch), apply)?)
+        limits::room(&tenant, &self.limits)?;
+        let encoded = self.encode_access(&tenant, batch)?;
+        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+        let folded = encoded.folded_records(&Self::access_columns(batch, &allow));
+        // The log keeps folded values as stored. (A country code folded only as client_country_code, whose
+        // dictionary security events fill too, is folded again when the log replays.)
+        let mut as_stored = None;
+        for (c, column) in batch.dims.iter().enumerate() {
+            if let Some(stored) = encoded.as_stored(c, c, column) {
+                as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
+            }
+        }
+        let wire = wire_access(as_stored.as_ref().unwrap_or(batch));
+        drop(as_stored);
+        let apply = || self.apply_access(&tenant, batch, &encoded.maps);
+        self.logged(KIND_ACCESS, customer, batch.len(), wire, apply)?;
+        limits::count_folded(&tenant, &folded);
+        Ok(Stored { folded: folded.into_iter().map(|(d, n)| (DIMS[d], n)).collect() })
     }
 
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError> {
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Stored::default());
         }
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
-        let maps = self.encode_security(&tenant, batch)?;
-        let apply = || self.apply_security(&tenant, batch, &maps);
-        Ok(self.logged(KIND_SECURITY, customer, batch.len(), wire_security(batch), apply)?)
+        limits::room(&tenant, &self.limits)?;
+        let encoded = self.encode_security(&tenant, batch)?;
+        let folded = encoded.folded_records(&Self::security_columns(batch));
+        let mut as_stored = None;
+        for (c, column) in batch.dims.iter().enumerate() {
+            let dim = dim_id(EVENT_DIMS[c]).unwrap_or(0);
+            if let Some(stored) = encoded.as_stored(c, dim, column) {
+                as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
+            }
+        }
+        let wire = wire_security(as_stored.as_ref().unwrap_or(batch));
+        drop(as_stored);
+        let apply = || self.apply_security(&tenant, batch, &encoded.maps);
+        self.logged(KIND_SECURITY, customer, batch.len(), wire, apply)?;
+        limits::count_folded(&tenant, &folded);
+        Ok(Stored { folded: folded.into_iter().map(|(d, n)| (DIMS[d], n)).collect() })
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
@@ -1519,21 +1581,29 @@ impl StatsEngine for MemoryEngine {
         for t in tenants {
             for (spec, rollup) in self.specs.iter().zip(&t.rollups) {
                 let mut rollup = write(rollup);
-                if let Some(from) = spec.granularity.kept_from(now_ms) {
+                if let Some(from) = self.limits.kept_from(spec.granularity, now_ms) {
                     let keep = rollup.blocks.split_off(&from);
-                    rollup.blocks = keep;
+                    let dropped = std::mem::replace(&mut rollup.blocks, keep);
+                    t.drop_rows(dropped.values().map(|b| b.len() as u64).sum());
                 }
                 rollup.seal_untouched();
             }
-            let mut ev = write(&t.events);
-            ev.sort();
-            let from = day_start(now_ms) - EVENT_DAYS * 86_400_000;
-            let cut = ev.ts.partition_point(|x| *x < from);
-            if cut > 0 {
-                ev.ts.drain(..cut);
-                for col in &mut ev.cols {
-                    col.drain(..cut);
+            {
+                let mut ev = write(&t.events);
+                ev.sort();
+                let from = day_start(now_ms) - EVENT_DAYS * 86_400_000;
+                let cut = ev.ts.partition_point(|x| *x < from);
+                if cut > 0 {
+                    ev.ts.drain(..cut);
+                    for col in &mut ev.cols {
+                        col.drain(..cut);
+                    }
+                    t.drop_rows(cut as u64);
                 }
+            }
+            let dropped = limits::compact_dictionaries(&t, &self.specs, self.limits.max_values);
+            if dropped > 0 {
+                tracing::info!(values = dropped, "statistics: dropped dictionary values no stored row uses any more");
             }
         }
         Ok(())
@@ -1571,19 +1641,23 @@ impl StatsEngine for MemoryEngine {
     fn footprint(&self) -> Footprint {
         let mut f = Footprint::default();
         for t in read(&self.tenants).values() {
-            for rollup in &t.rollups {
-                for block in read(rollup).blocks.values() {
-                    f.rollup_rows += block.len() as u64;
-                    f.bytes += block.bytes() + 48;
-                }
-            }
-            let ev = read(&t.events);
-            f.event_rows += ev.ts.len() as u64;
-            f.bytes += (ev.ts.capacity() * 8 + ev.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
-            f.bytes +=
-                read(&t.dicts).iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 40).sum::<u64>()).sum::<u64>();
+            let one = t.footprint();
+            f.rollup_rows += one.rollup_rows;
+            f.event_rows += one.event_rows;
+            f.bytes += one.bytes;
         }
         f
+    }
+
+    fn usage(&self) -> Vec<Usage> {
+        let tenants: Vec<_> = read(&self.tenants).iter().map(|(id, t)| (*id, t.clone())).collect();
+        let mut usage: Vec<Usage> = tenants.iter().map(|(id, t)| limits::usage(*id, t, t.footprint().bytes)).collect();
+        usage.sort_by_key(|u| u.customer);
+        usage
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
     }
 }
 
@@ -1702,6 +1776,8 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
         for c in &mut ev.cols {
             *c = r.u32s()?;
         }
+        let held = t.footprint();
+        t.add_rows(held.rollup_rows + held.event_rows);
         tenants.insert(id, t);
     }
     Ok(seq)

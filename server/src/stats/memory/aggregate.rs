@@ -5,12 +5,12 @@
 //! blocks: every row's place first (index probes, each asked for a few rows ahead, as a large block's index is
 //! out of cache), then the sums, row by row.
 
-use std::sync::RwLock;
+use std::sync::{RwLock, atomic::AtomicU64};
 
 use edge_api::stats::Granularity;
 use rustc_hash::FxHashMap;
 
-use super::{Block, ID_BITS, Rollup, Spec};
+use super::{super::Limits, Block, ID_BITS, Rollup, Spec};
 
 /// Which records of a batch a rollup sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -411,7 +411,14 @@ fn try_lock<T>(lock: &RwLock<T>) -> Option<std::sync::RwLockWriteGuard<'_, T>> {
 impl Plan {
     /// Sums `input` into `rollups` (by spec index), node by node; `horizon` tells which buckets are kept and live (see [`Horizon`]). A rollup another batch is merging into is left for later, so that concurrent batches
     /// work on different rollups rather than wait for each other.
-    pub(super) fn apply(&self, work: &mut Work, input: &Input, rollups: &[RwLock<Rollup>], horizon: &Horizon) {
+    pub(super) fn apply(
+        &self,
+        work: &mut Work,
+        input: &Input,
+        rollups: &[RwLock<Rollup>],
+        horizon: &Horizon,
+        rows: &AtomicU64,
+    ) {
         let n = input.ts.len();
         let m = self.metrics;
         // Buckets found for the previous batch are not this one's.
@@ -469,7 +476,7 @@ impl Plan {
             aggs[i] = out;
             for (t, target) in node.targets.iter().enumerate() {
                 match try_lock(&rollups[target.spec]) {
-                    Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, horizon),
+                    Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, horizon, rows),
                     None => {
                         waiting.push((i, t));
                         pending[i] += 1;
@@ -481,7 +488,7 @@ impl Plan {
                 let target = &self.nodes[w].targets[t];
                 match try_lock(&rollups[target.spec]) {
                     Some(mut rollup) => {
-                        merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon);
+                        merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon, rows);
                         pending[w] -= 1;
                         false
                     }
@@ -497,7 +504,8 @@ impl Plan {
         }
         for (w, t) in waiting {
             let target = &self.nodes[w].targets[t];
-            merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut lock(&rollups[target.spec]), horizon);
+            let mut rollup = lock(&rollups[target.spec]);
+            merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon, rows);
         }
         for a in aggs.iter_mut() {
             if a.cols.capacity() > 0 {
@@ -509,9 +517,10 @@ impl Plan {
     }
 }
 
-/// When a batch is applied: which buckets each granularity keeps.
+/// When a batch is applied, and what is kept: which buckets each granularity keeps.
 pub(super) struct Horizon {
     pub(super) now_ms: i64,
+    pub(super) limits: Limits,
 }
 
 impl Horizon {
@@ -520,7 +529,7 @@ impl Horizon {
         Granularity::ALL
             .into_iter()
             .find(|g| g.millis() == step)
-            .and_then(|g| g.kept_from(self.now_ms))
+            .and_then(|g| self.limits.kept_from(g, self.now_ms))
             .unwrap_or(i64::MIN)
     }
 }
@@ -558,6 +567,7 @@ fn merge(
     maps: &[Vec<u32>],
     rollup: &mut Rollup,
     horizon: &Horizon,
+    added: &AtomicU64,
 ) {
     let kept = agg.bucket_list.partition_point(|b| *b < horizon.kept_from(node.step));
     if agg.len() == 0 || kept == agg.bucket_list.len() {
@@ -611,6 +621,7 @@ fn merge(
         work.block_of.push(b as u32);
     }
     let rows = work.targets.len();
+    let mut new_rows = 0;
     // Three stages ahead of the row at hand: its block, then its index slot, then the row that slot points to.
     for t in 0..rows {
         if let Some(ahead) = work.block_of.get(t + 3 * AHEAD) {
@@ -623,13 +634,15 @@ fn merge(
             blocks[*ahead as usize].prefetch_match(work.keys128[t + AHEAD]);
         }
         let block = &mut blocks[work.block_of[t] as usize];
-        let row = block.find_or_add(work.keys128[t]);
+        let (row, new) = block.find_or_add(work.keys128[t]);
+        new_rows += u64::from(new);
         let j = work.targets[t].0 as usize;
         let sums = &agg.sums[j * m..(j + 1) * m];
         for (s, src) in block.row_mut(row).iter_mut().zip(&target.metrics) {
             *s += sums[*src];
         }
     }
+    added.fetch_add(new_rows, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -247,11 +247,11 @@ impl Block {
         let _ = key;
     }
 
-    /// The row of `key` in an open block, added with zero sums if new.
+    /// The row of `key` in an open block, added with zero sums if new (then true).
     #[inline]
-    pub(super) fn find_or_add(&mut self, key: u128) -> u32 {
+    pub(super) fn find_or_add(&mut self, key: u128) -> (u32, bool) {
         let stride = KEY_WORDS + self.width;
-        let Data::Open { rows, index } = &mut self.data else { return u32::MAX };
+        let Data::Open { rows, index } = &mut self.data else { return (u32::MAX, false) };
         if (index.len + 1) * 4 > index.slots.len() * 3 {
             let mut grown = Index::with_rows(index.slots.len());
             for r in 0..index.len {
@@ -273,12 +273,12 @@ impl Block {
                 index.len += 1;
                 rows.extend([lo, hi]);
                 rows.resize(rows.len() + stride - KEY_WORDS, 0);
-                return row;
+                return (row, true);
             }
             if slot >> 32 == tag {
                 let r = (slot & 0xffff_ffff) as usize * stride;
                 if rows[r] == lo && rows[r + 1] == hi {
-                    return slot as u32;
+                    return (slot as u32, false);
                 }
             }
             at = (at + 1) & mask;
@@ -298,12 +298,23 @@ impl Block {
         }
     }
 
-    /// Adds `metrics` to the row of `key` (one row at a time: bulk loads).
-    pub(super) fn add(&mut self, key: u128, metrics: &[u64]) {
+    /// Adds `metrics` to the row of `key` (one row at a time: bulk loads); true if the row is new.
+    pub(super) fn add(&mut self, key: u128, metrics: &[u64]) -> bool {
         self.open();
-        let row = self.find_or_add(key);
+        let (row, new) = self.find_or_add(key);
         for (s, v) in self.row_mut(row).iter_mut().zip(metrics) {
             *s += v;
+        }
+        new
+    }
+
+    /// Rewrites the ids of dimension `d` through `renumbered` (old id → new id), sealing the block first.
+    pub(super) fn renumber(&mut self, d: usize, renumbered: &[u32]) {
+        self.seal();
+        if let Data::Sealed { dims, .. } = &mut self.data {
+            for id in dims[d].iter_mut() {
+                *id = renumbered[*id as usize];
+            }
         }
     }
 
@@ -390,6 +401,11 @@ impl Rollup {
             block.seal();
             false
         });
+    }
+
+    /// Forgets which blocks are open, once something else sealed them all.
+    pub(super) fn forget_open(&mut self) {
+        self.open.clear();
     }
 
     /// Seals every block.
