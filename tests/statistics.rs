@@ -95,3 +95,20 @@ fn csv_export_quotes_what_needs_quoting() {
     };
     assert_eq!(to_csv(&r), "request_url,hits\n\"/a,b\",3\n\"/say \"\"hi\"\"\",1\n");
 }
+
+#[wasm_bindgen_test]
+fn csv_export_neutralises_what_a_spreadsheet_would_run_as_a_formula() {
+    use edge_console::components::download::csv;
+    // The review's failed login, as the audit export writes it, and every other formula prefix.
+    let rows = vec![
+        vec!["=cmd|' /C calc'!A0".to_string(), "login.failure".to_string()],
+        vec!["+1+1".into(), "@SUM(A1:A9)".into()],
+        vec!["-2+3".into(), "\t=1".into()],
+        vec!["\r=1".into(), "plain".into()],
+        vec!["-5".into(), "+1.5".into()],
+    ];
+    assert_eq!(
+        csv(["actor".to_string(), "operation".to_string()], rows),
+        "actor,operation\n'=cmd|' /C calc'!A0,login.failure\n'+1+1,'@SUM(A1:A9)\n'-2+3,'\t=1\n\"'\r=1\",plain\n-5,+1.5\n"
+    );
+}

@@ -23,8 +23,10 @@ pub struct AccountUpdate {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub display_name: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 254))]
     pub contact_email: Option<String>,
     #[serde(default)]
     pub timezone: Option<String>,

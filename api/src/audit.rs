@@ -46,6 +46,7 @@ pub struct AuditTarget {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditRecord {
+    /// 16 random hex digits (records written before random ids keep their number).
     pub id: String,
     /// When, UTC, ISO 8601 with milliseconds.
     pub time: String,

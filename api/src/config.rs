@@ -10,6 +10,8 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::limits::{MAX_ID_CHARS, MAX_NAME_CHARS, MAX_URI_CHARS, MAX_VALUES_PER_RULE, over_chars};
+
 /// The read-only part of a node. Empty fields mean "not set" (a new node sends none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -75,6 +77,7 @@ pub struct Origin {
     pub id: String,
     #[serde(default)]
     pub readonly: ReadOnly,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// Host name or IP address of the origin server.
     pub host: String,
@@ -92,6 +95,7 @@ pub struct CacheRule {
     #[serde(default)]
     pub readonly: ReadOnly,
     /// Path pattern starting with `/`; `*` matches any characters, e.g. `/images/*` or `*.css`.
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub path_pattern: String,
     /// How long matching objects are cached; 0 means not cached.
     pub ttl_seconds: u32,
@@ -144,6 +148,7 @@ pub struct WafRule {
     pub readonly: ReadOnly,
     /// The WAF signature, digits (e.g. `942100`, SQL injection).
     pub rule_id: String,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// `LOW`, `MEDIUM`, `HIGH` or `CRITICAL`.
     pub severity: String,
@@ -165,6 +170,7 @@ pub struct ShapingRule {
     pub id: String,
     #[serde(default)]
     pub readonly: ReadOnly,
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     /// `BLOCK`, `RATE_LIMIT` or `WARN` (log as a security event, take no action).
     pub action: String,
@@ -204,6 +210,7 @@ pub struct UpdatePropertyModel {
     #[cfg_attr(feature = "openapi", schema(value_type = PropertyConfig))]
     pub config: Value,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1000))]
     pub comment: String,
 }
 
@@ -234,9 +241,52 @@ pub struct PropertySummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewProperty {
+    #[cfg_attr(feature = "openapi", schema(schema_with = schemas::property_name))]
     pub name: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(schema_with = schemas::host_patterns))]
     pub host_patterns: Vec<String>,
+}
+
+/// What the fields of a new property accept, as JSON Schema for the OpenAPI document (server only): beside the
+/// checks they state, so that the two are read together.
+#[cfg(feature = "openapi")]
+pub mod schemas {
+    use utoipa::openapi::{ArrayBuilder, ObjectBuilder, OneOfBuilder, RefOr, Schema, schema::Type};
+
+    /// One DNS label: letters, digits and `-`, not at either end, at most 63.
+    pub const LABEL: &str = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
+
+    fn text() -> ObjectBuilder {
+        ObjectBuilder::new().schema_type(Type::String)
+    }
+
+    /// A host name as `config::is_hostname` accepts it, lower case.
+    pub fn hostname_pattern() -> String {
+        format!("{LABEL}(?:\\.{LABEL})*")
+    }
+
+    /// A host pattern (`config::is_host_pattern`): a lower-case host name, or `*.` and one of at least two labels.
+    pub fn host_pattern() -> Schema {
+        OneOfBuilder::new()
+            .item(text().pattern(Some(format!("^{}$", hostname_pattern()))).max_length(Some(253)))
+            .item(text().pattern(Some(format!("^\\*\\.{LABEL}(?:\\.{LABEL})+$"))).max_length(Some(255)))
+            .description(Some(
+                "A lower-case host name (at most 253 characters), or `*.` and one of at least two labels (covering \
+             every host below it). A pattern belongs to one customer.",
+            ))
+            .into()
+    }
+
+    /// The host patterns of a new property: each once, at most 5,000.
+    pub fn host_patterns() -> Schema {
+        ArrayBuilder::new().items(RefOr::T(host_pattern())).unique_items(true).max_items(Some(super::MAX_NODES)).into()
+    }
+
+    /// A property name (`config::is_valid_property_name`).
+    pub fn property_name() -> Schema {
+        text().pattern(Some("^[a-z0-9][a-z0-9._-]{0,62}$")).into()
+    }
 }
 
 /// True for a property name: 1–63 of `a-z`, `0-9`, `-`, `_`, `.`, starting with a letter or digit.
@@ -285,13 +335,27 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
 /// rules together), so that reading, matching and comparing one stays cheap.
 pub const MAX_NODES: usize = 5000;
 
+/// A query parameter name of a cache key, in bytes.
+const MAX_QUERY_PARAM_BYTES: usize = 256;
+
+/// A node's name: 1 to [`MAX_NAME_CHARS`] characters.
+fn name(path: &str, name: &str, problems: &mut Vec<String>) {
+    if name.trim().is_empty() {
+        problems.push(format!("{path}.name: must not be empty"));
+    } else if over_chars(name, MAX_NAME_CHARS) {
+        problems.push(format!("{path}.name: at most {MAX_NAME_CHARS} characters"));
+    }
+}
+
 /// Checks a configuration's content (not its read-only parts): every problem, by node path. `list_exists`
 /// tells whether a network list id exists for the customer.
 pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> Vec<String> {
     let mut problems = Vec::new();
     let mut ids = std::collections::HashSet::new();
     let mut id = |path: &str, id: &str, problems: &mut Vec<String>| {
-        if !id.is_empty() && !ids.insert(id.to_string()) {
+        if over_chars(id, MAX_ID_CHARS) {
+            problems.push(format!("{path}.id: at most {MAX_ID_CHARS} characters"));
+        } else if !id.is_empty() && !ids.insert(id.to_string()) {
             problems.push(format!("{path}.id: {id:?} is used by another node"));
         }
     };
@@ -310,9 +374,7 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
     for (i, o) in config.origins.iter().enumerate() {
         let path = format!("$.origins[{i}]");
         id(&path, &o.id, &mut problems);
-        if o.name.trim().is_empty() {
-            problems.push(format!("{path}.name: must not be empty"));
-        }
+        name(&path, &o.name, &mut problems);
         if !is_hostname(&o.host) && o.host.parse::<std::net::IpAddr>().is_err() {
             problems.push(format!("{path}.host: {:?} is not a host name or IP address", o.host));
         }
@@ -327,7 +389,11 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
         let path = format!("$.cache_rules[{i}]");
         id(&path, &c.id, &mut problems);
         let p = &c.path_pattern;
-        if !(p.starts_with('/') || p.starts_with('*')) || p.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+        if over_chars(p, MAX_URI_CHARS) {
+            problems.push(format!("{path}.path_pattern: at most {MAX_URI_CHARS} characters"));
+        } else if !(p.starts_with('/') || p.starts_with('*'))
+            || p.chars().any(|ch| ch.is_whitespace() || ch.is_control())
+        {
             problems.push(format!("{path}.path_pattern: {p:?} must start with / (or *) and contain no spaces"));
         }
         if c.ttl_seconds > 31_536_000 {
@@ -337,8 +403,12 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
             problems
                 .push(format!("{path}.cache_key.query: {:?} is not all, none, include or exclude", c.cache_key.query));
         }
-        for (j, q) in c.cache_key.query_params.iter().enumerate() {
+        if c.cache_key.query_params.len() > MAX_VALUES_PER_RULE {
+            problems.push(format!("{path}.cache_key.query_params: at most {MAX_VALUES_PER_RULE}"));
+        }
+        for (j, q) in c.cache_key.query_params.iter().enumerate().take(MAX_VALUES_PER_RULE) {
             if q.is_empty()
+                || q.len() > MAX_QUERY_PARAM_BYTES
                 || !q.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']'))
             {
                 problems.push(format!("{path}.cache_key.query_params[{j}]: {q:?} is not a query parameter name"));
@@ -348,12 +418,10 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
     for (i, w) in config.security.waf_rules.iter().enumerate() {
         let path = format!("$.security.waf_rules[{i}]");
         id(&path, &w.id, &mut problems);
-        if w.rule_id.is_empty() || !w.rule_id.bytes().all(|b| b.is_ascii_digit()) {
+        if w.rule_id.is_empty() || w.rule_id.len() > 20 || !w.rule_id.bytes().all(|b| b.is_ascii_digit()) {
             problems.push(format!("{path}.rule_id: {:?} is not a rule number", w.rule_id));
         }
-        if w.name.trim().is_empty() {
-            problems.push(format!("{path}.name: must not be empty"));
-        }
+        name(&path, &w.name, &mut problems);
         if !SEVERITIES.contains(&w.severity.as_str()) {
             problems.push(format!("{path}.severity: {:?} is not one of {}", w.severity, SEVERITIES.join(", ")));
         }
@@ -364,9 +432,7 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
     for (i, r) in config.security.traffic_shaping_rules.iter().enumerate() {
         let path = format!("$.security.traffic_shaping_rules[{i}]");
         id(&path, &r.id, &mut problems);
-        if r.name.trim().is_empty() {
-            problems.push(format!("{path}.name: must not be empty"));
-        }
+        name(&path, &r.name, &mut problems);
         if !SHAPING_ACTIONS.contains(&r.action.as_str()) {
             problems.push(format!("{path}.action: {:?} is not one of {}", r.action, SHAPING_ACTIONS.join(", ")));
         }
@@ -382,8 +448,12 @@ pub fn validate(config: &PropertyConfig, list_exists: &dyn Fn(&str) -> bool) -> 
         if r.values.is_empty() {
             problems.push(format!("{path}.values: at least one value"));
         }
-        for (j, v) in r.values.iter().enumerate() {
+        if r.values.len() > MAX_VALUES_PER_RULE {
+            problems.push(format!("{path}.values: at most {MAX_VALUES_PER_RULE}"));
+        }
+        for (j, v) in r.values.iter().enumerate().take(MAX_VALUES_PER_RULE) {
             let problem = match r.match_type.as_str() {
+                _ if over_chars(v, MAX_ID_CHARS) => Some(format!("at most {MAX_ID_CHARS} characters")),
                 "IP" | "GEO" => crate::normalize_entry(&r.match_type, v).err(),
                 "NETWORK_LIST" => (!list_exists(v)).then(|| format!("there is no network list {v:?}")),
                 _ => None,

@@ -42,8 +42,9 @@ impl ErrorBody {
 /// An error body lists at most this many details; the rest are counted in one more detail.
 pub const MAX_DETAILS: usize = 100;
 
-/// The first [`MAX_DETAILS`] problems, and then, when there were more, one detail `… and N more` counting them:
-/// an error body stays small whatever the size of the input that caused it.
+/// The first [`MAX_DETAILS`] problems, each cut to [`crate::limits::MAX_DETAIL_BYTES`] (a detail may quote what
+/// was sent), and then, when there were more, one detail `… and N more` counting them: an error body stays small
+/// whatever the size of the input that caused it.
 pub fn capped_details<I, S>(details: I) -> Vec<ErrorDetail>
 where
     I: IntoIterator<Item = S>,
@@ -51,12 +52,19 @@ where
 {
     let mut details = details.into_iter();
     let mut kept: Vec<ErrorDetail> =
-        details.by_ref().take(MAX_DETAILS).map(|m| ErrorDetail { message: m.into() }).collect();
+        details.by_ref().take(MAX_DETAILS).map(|m| ErrorDetail { message: bounded(m.into()) }).collect();
     let more = details.count();
     if more > 0 {
         kept.push(ErrorDetail { message: format!("… and {more} more") });
     }
     kept
+}
+
+fn bounded(message: String) -> String {
+    match crate::limits::cut(&message, crate::limits::MAX_DETAIL_BYTES) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(cut) => cut,
+    }
 }
 
 impl std::fmt::Display for ErrorBody {
@@ -80,5 +88,12 @@ mod tests {
         assert_eq!(body.details[99].message, "p99");
         assert_eq!(body.details[100].message, "… and 150 more");
         assert_eq!(ErrorBody::new("x", "y").with_details((0..100).map(|i| format!("p{i}"))).details.len(), 100);
+    }
+
+    #[test]
+    fn a_detail_quoting_a_huge_value_is_cut() {
+        let body = ErrorBody::new("x", "y").with_details([format!("{:?} is not valid", "a".repeat(5_000_000))]);
+        assert!(body.details[0].message.len() <= crate::limits::MAX_DETAIL_BYTES);
+        assert!(body.details[0].message.ends_with('…'));
     }
 }

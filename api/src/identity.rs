@@ -120,15 +120,20 @@ pub struct User {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserInput {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 128))]
     pub username: Option<String>,
     /// Initial password of a new local user (POST only; use the password resource to change it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub full_name: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 254))]
     pub email: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 32))]
     pub phone_number: Option<String>,
     #[serde(default)]
     pub enabled: Option<bool>,
@@ -188,6 +193,8 @@ pub struct OtpSeed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Password {
+    /// At most 1,024 bytes. (No `maxLength` in the schema: the contract fuzzer then generates long valid
+    /// passwords and changes its own administrator's password under its feet.)
     #[serde(default)]
     pub password: String,
     #[serde(default)]
@@ -200,6 +207,7 @@ pub struct Password {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PasswordResetCompletion {
+    #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: String,
 }
 
@@ -219,9 +227,12 @@ pub const ROLES: [(&str, &str); 3] = [
 /// The password policy of the local identity source; the server enforces it and the console shows it.
 pub const PASSWORD_MIN_LENGTH: usize = 12;
 
-/// Checks a new password against the policy: at least [`PASSWORD_MIN_LENGTH`] characters and not equal to the
-/// username. Returns the problem in words.
+/// Checks a new password against the policy: at least [`PASSWORD_MIN_LENGTH`] characters, at most
+/// [`crate::limits::MAX_PASSWORD_BYTES`] bytes, and not equal to the username. Returns the problem in words.
 pub fn check_password_policy(username: &str, password: &str) -> Result<(), String> {
+    if password.len() > crate::limits::MAX_PASSWORD_BYTES {
+        return Err(format!("The password must have at most {} bytes.", crate::limits::MAX_PASSWORD_BYTES));
+    }
     if password.chars().count() < PASSWORD_MIN_LENGTH {
         return Err(format!("The password must have at least {PASSWORD_MIN_LENGTH} characters."));
     }
@@ -243,6 +254,8 @@ mod tests {
         // Twelve characters counted as characters, not bytes.
         assert!(check_password_policy("alice", "ééééééééééé").is_err());
         assert!(check_password_policy("alice", "éééééééééééé").is_ok());
+        assert!(check_password_policy("alice", &"x".repeat(1024)).is_ok());
+        assert!(check_password_policy("alice", &"x".repeat(1025)).is_err());
     }
 
     #[test]

@@ -8,10 +8,13 @@ pub mod audit;
 pub mod config;
 pub mod error;
 pub mod identity;
+pub mod limits;
 pub mod networklists;
 pub mod paging;
 pub mod paths;
 pub mod purge;
+#[cfg(feature = "openapi")]
+pub mod schema;
 pub mod stats;
 pub mod tasks;
 

@@ -78,10 +78,12 @@ pub struct EntryRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NewNetworkList {
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: String,
     #[serde(rename = "type")]
     pub list_type: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2000))]
     pub description: String,
     /// Initial entries (at most 5,000).
     #[serde(default)]
@@ -93,8 +95,10 @@ pub struct NewNetworkList {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct NetworkListUpdate {
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2000))]
     pub description: Option<String>,
     #[serde(default)]
     pub deprecated: Option<bool>,

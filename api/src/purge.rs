@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     ErrorDetail,
     config::{host_matches, is_host_pattern},
+    limits::MAX_URI_CHARS,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,11 +28,13 @@ pub struct PurgeBody {
 pub struct PurgeUri {
     /// `host/path`: with EXACT_LITERAL one object; with PREFIX_LITERAL a prefix. The host may start with `*.`
     /// only where a property's host patterns define that wildcard.
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub uri_pattern: String,
     /// `EXACT_LITERAL` or `PREFIX_LITERAL`.
     pub match_mode: String,
     /// Only with PREFIX_LITERAL; may end with `*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 2048))]
     pub cache_key_modifier_regex: Option<String>,
 }
 
@@ -45,6 +48,7 @@ pub struct PurgeResponse {
     pub code: u16,
     pub description: String,
     pub purge_response: PurgeResponseBody,
+    /// The customer's own number of the purge: 1, 2, 3, … (another customer's purges do not count).
     pub transaction_id: i64,
 }
 
@@ -119,12 +123,20 @@ pub fn uri_problems(u: &PurgeUri, patterns: &[String]) -> Vec<String> {
         }
     };
     if let Some(regex) = &u.cache_key_modifier_regex {
+        if crate::limits::over_chars(regex, MAX_URI_CHARS) {
+            problems.push(format!("cache_key_modifier_regex: at most {MAX_URI_CHARS} characters"));
+            return problems;
+        }
         if exact {
             problems.push("cache_key_modifier_regex is allowed only with PREFIX_LITERAL".into());
         }
         if regex.is_empty() || regex.strip_suffix('*').unwrap_or(regex).contains('*') {
             problems.push(format!("cache_key_modifier_regex {regex:?} may contain a wildcard * only at its end"));
         }
+    }
+    if crate::limits::over_chars(&u.uri_pattern, MAX_URI_CHARS) {
+        problems.push(format!("uri_pattern: at most {MAX_URI_CHARS} characters"));
+        return problems;
     }
     let pattern = u.uri_pattern.trim();
     let rest = pattern.strip_prefix("https://").or_else(|| pattern.strip_prefix("http://")).unwrap_or(pattern);
@@ -182,5 +194,7 @@ mod tests {
         bad("www.example.com", "EXACT_LITERAL", None);
         bad("/images/a.png", "EXACT_LITERAL", None);
         bad("www.example.com/a.png", "FUZZY", None);
+        bad(&format!("www.example.com/{}", "a".repeat(MAX_URI_CHARS)), "EXACT_LITERAL", None);
+        ok(&format!("www.example.com/{}", "a".repeat(MAX_URI_CHARS - 17)), "EXACT_LITERAL", None);
     }
 }

@@ -592,24 +592,34 @@ pub fn parse_sortby(s: &str, fields: &[&str]) -> Result<Vec<SortKey>, String> {
 #[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
 pub struct RawQuery {
     /// Start, UTC without a time-zone designator: `2026-11-22T10:00:00`.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub starttime: Option<String>,
     /// The same as starttime (the misspelling of some request templates); not both.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub startime: Option<String>,
     /// End (exclusive), UTC without a time-zone designator.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub endtime: Option<String>,
     /// Comma-separated dimensions forming a grouping set with the granularity.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub dimensions: Option<String>,
     /// Comma-separated metrics.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub metrics: Option<String>,
     /// `day`, `hour` or `5minute`.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub granularity: Option<String>,
     /// `dim==v,dim!=w` (OR) or `dim==v;dim!=w` (AND); `\` escapes `,` `;` `\`.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub filters: Option<String>,
     /// Comma-separated dimensions and metrics, `-` for descending.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub sortby: Option<String>,
     /// Zero-based index of the first row.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub start: Option<String>,
     /// Rows to return.
+    #[cfg_attr(feature = "openapi", param(max_length = 2048))]
     pub limit: Option<String>,
 }
 
@@ -860,7 +870,7 @@ pub struct StatsColumn {
 pub struct StatsResponse {
     pub query: QueryEcho,
     pub columns: Vec<StatsColumn>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<Object>>))]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::schema::stats_rows))]
     pub rows: Vec<Vec<serde_json::Value>>,
     pub total_results: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

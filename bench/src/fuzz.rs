@@ -20,6 +20,8 @@ use anyhow::{Context, Result, bail};
 use crate::{Args, server::Server};
 
 const HOOKS: &str = include_str!("fuzz/hooks.py");
+/// The rules across fields that the document states in words, applied to positive cases by the hooks.
+const RULES: &str = include_str!("fuzz/rules.py");
 /// Imported first by the hooks: one AST construction at a time (the cause of Hypothesis's "AST constructor
 /// recursion depth mismatch" is a CPython race, see the file).
 const SERIALIZE_AST: &str = include_str!("fuzz/serialize_ast.py");
@@ -67,6 +69,7 @@ fn attempt(work: &Path, server_bin: &Path, st: &Path, examples: u32) -> Result<A
     std::fs::create_dir_all(work)?;
     std::fs::write(work.join("hooks.py"), HOOKS)?;
     std::fs::write(work.join("serialize_ast.py"), SERIALIZE_AST)?;
+    std::fs::write(work.join("rules.py"), RULES)?;
 
     let mut server = Server::start(
         server_bin,

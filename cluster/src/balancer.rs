@@ -18,9 +18,20 @@ pub enum BalancerKind {
     Nginx,
 }
 
-/// The JSON error body a balancer answers with when no replica can take a request (all down or not ready).
-const UNAVAILABLE: &str =
-    r#"{"type":"unavailable","message":"No server can take the request now; try again in a moment.","details":[]}"#;
+/// HAProxy's own answers, as JSON error bodies (the files shipped in deploy/haproxy/ for operators): 502 when
+/// a replica failed to answer, 503 when no replica can take the request (all down or not ready), 504 when one
+/// did not answer in time.
+pub const HAPROXY_ERROR_FILES: [(u16, &str); 3] = [
+    (502, include_str!("../../deploy/haproxy/edge-502.http")),
+    (503, include_str!("../../deploy/haproxy/edge-503.http")),
+    (504, include_str!("../../deploy/haproxy/edge-504.http")),
+];
+
+/// The JSON error body a balancer answers with when no replica can take a request: the 503 file's body.
+fn unavailable_body() -> &'static str {
+    let file = HAPROXY_ERROR_FILES[1].1;
+    file.split_once("\r\n\r\n").map_or(file, |(_, body)| body)
+}
 
 impl BalancerKind {
     pub fn name(self) -> &'static str {
@@ -53,9 +64,10 @@ fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// An HAProxy config: round-robin over `backends` (loopback ports), each checked on `/readyz` every second
-/// (out after two failures, back after two successes), the client's address in `X-Forwarded-For`, and the JSON
-/// error body in `error_503` when no replica can take a request.
-pub fn haproxy_config(listen: SocketAddr, backends: &[u16], error_503: &Path) -> String {
+/// (out after two failures, back after two successes), the client's address in `X-Forwarded-For`, a request
+/// that found a connection refused or closed without an answer retried on another replica, and the JSON error
+/// files in `dir` (`edge-502.http`, …) for HAProxy's own answers.
+pub fn haproxy_config(listen: SocketAddr, backends: &[u16], dir: &Path) -> String {
     let mut servers = String::new();
     for (i, port) in backends.iter().enumerate() {
         servers.push_str(&format!("    server replica{i} 127.0.0.1:{port} check\n"));
@@ -69,10 +81,13 @@ defaults
     option forwardfor
     option redispatch
     retries 2
+    retry-on conn-failure empty-response
     timeout connect 2s
     timeout client 2m
     timeout server 2m
-    errorfile 503 {error}
+    errorfile 502 {dir}/edge-502.http
+    errorfile 503 {dir}/edge-503.http
+    errorfile 504 {dir}/edge-504.http
 
 frontend console
     bind {listen}
@@ -84,7 +99,7 @@ backend replicas
     http-check expect status 200
     default-server inter 1s fall 2 rise 2
 {servers}",
-        error = error_503.display()
+        dir = dir.display()
     )
 }
 
@@ -97,6 +112,7 @@ pub fn nginx_config(listen: SocketAddr, backends: &[u16], dir: &Path) -> String 
         servers.push_str(&format!("        server 127.0.0.1:{port} max_fails=1 fail_timeout=2s;\n"));
     }
     let d = dir.display();
+    let unavailable = unavailable_body();
     format!(
         "daemon off;
 worker_processes 1;
@@ -128,7 +144,8 @@ http {{
         }}
         location @unavailable {{
             default_type application/json;
-            return 503 '{UNAVAILABLE}';
+            add_header Retry-After 2 always;
+            return 503 '{unavailable}';
         }}
     }}
 }}
@@ -152,15 +169,11 @@ impl Balancer {
         let mut cmd = Command::new(&program);
         match kind {
             BalancerKind::Haproxy => {
-                let error_503 = dir.join("503.http");
-                let response = format!(
-                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n\
-                     Retry-After: 2\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{UNAVAILABLE}",
-                    UNAVAILABLE.len()
-                );
-                std::fs::write(&error_503, response)?;
+                for (status, file) in HAPROXY_ERROR_FILES {
+                    std::fs::write(dir.join(format!("edge-{status}.http")), file)?;
+                }
                 let config = dir.join("haproxy.cfg");
-                std::fs::write(&config, haproxy_config(listen, backends, &error_503))?;
+                std::fs::write(&config, haproxy_config(listen, backends, &dir))?;
                 cmd.arg("-db").arg("-f").arg(&config);
             }
             BalancerKind::Nginx => {

@@ -16,14 +16,20 @@ pub fn new_id() -> String {
     hex::encode(bytes)
 }
 
-/// Checks a username: 1–128 characters, no colon (it would break HTTP Basic), no control characters or
-/// surrounding spaces.
+/// Checks a username: 1–128 characters and at most 256 bytes, no colon (it would break HTTP Basic), no control
+/// characters or surrounding spaces, and not a reserved name (`system` names the server in the audit log).
 pub fn check_username(username: &str) -> Result<(), String> {
-    if username.is_empty() || username.chars().count() > 128 {
-        return Err("A username has 1 to 128 characters.".into());
+    use edge_api::limits::{MAX_USERNAME_BYTES, MAX_USERNAME_CHARS, RESERVED_USERNAMES, over_chars};
+    if username.is_empty() || over_chars(username, MAX_USERNAME_CHARS) || username.len() > MAX_USERNAME_BYTES {
+        return Err(format!(
+            "A username has 1 to {MAX_USERNAME_CHARS} characters and at most {MAX_USERNAME_BYTES} bytes."
+        ));
     }
     if username.contains(':') || username.chars().any(char::is_control) || username.trim() != username {
         return Err("A username may not contain a colon, control characters or surrounding spaces.".into());
+    }
+    if RESERVED_USERNAMES.iter().any(|r| r.eq_ignore_ascii_case(username)) {
+        return Err(format!("{username:?} is reserved (the audit log names the server so)."));
     }
     Ok(())
 }
@@ -112,4 +118,53 @@ pub async fn register_identity_source(
         Err(StoreError::Conflict(_)) => anyhow::bail!("identity source {id:?} already exists for {customer:?}"),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Releases host pattern `pattern` from the property that claims it, whoever's it is: a new version of that
+/// property's configuration without the pattern (by `system`, with its deployment task and audit record),
+/// after which another customer may claim it. How an operator moves a host from one customer to another
+/// without the first one's administrator. Returns the customer, the property and the new version.
+pub async fn release_host(
+    store: &dyn Store,
+    fleet: &dyn crate::fleet::Fleet,
+    now_ms: i64,
+    pattern: &str,
+) -> anyhow::Result<(Customer, String, u64)> {
+    let pattern = pattern.trim().to_ascii_lowercase();
+    let Some((customer, property)) = store.host_claim(&pattern).await? else {
+        anyhow::bail!("no property claims the host pattern {pattern:?}");
+    };
+    let Some((property, current)) = store.property(customer.id, &property.name).await? else {
+        anyhow::bail!("the property {:?} is gone", property.name);
+    };
+    let mut config: edge_api::config::PropertyConfig = serde_json::from_str(&current.config)?;
+    config.host_patterns.retain(|h| h.pattern != pattern);
+    let json = serde_json::to_string(&config)?;
+    let version = property.version + 1;
+    let record = crate::store::ConfigVersionRecord {
+        version,
+        etag: crate::config::etag(version, &json),
+        config: json,
+        author: "system".into(),
+        created_ms: now_ms,
+        comment: format!("Host pattern {pattern} released by the operator"),
+    };
+    let uri = format!("{}/properties/{}/config", edge_api::paths::base(&customer.name), property.name);
+    let task = crate::tasks::new_task_on(
+        fleet,
+        now_ms,
+        customer.id,
+        "system",
+        crate::tasks::CONFIG_DEPLOY,
+        &property.name,
+        &uri,
+    );
+    let audit = AuditEvent::system(customer.id, now_ms, op::CONFIG_UPDATE, Target::property(&property.name))
+        .detail("from_version", property.version)
+        .detail("to_version", version)
+        .detail("released_host", pattern.as_str());
+    if !store.update_property_config(property.id, property.version, &record, &[], &task, &audit).await? {
+        anyhow::bail!("the property {:?} changed meanwhile: run the command again", property.name);
+    }
+    Ok((customer, property.name, version))
 }

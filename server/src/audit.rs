@@ -1,6 +1,9 @@
 //! Audit records as handlers make them: the operations, the targets, and who acted from where. A record is
 //! handed to the store method that makes the change, which writes both in one transaction.
 
+use std::borrow::Cow;
+
+use edge_api::limits::{MAX_AUDIT_TEXT_BYTES, cut};
 use serde_json::{Map, Value};
 
 use crate::{
@@ -117,6 +120,35 @@ impl AuditEvent {
     /// Adds a detail: what changed, a count, a version number.
     pub fn detail(mut self, key: &str, value: impl Into<Value>) -> AuditEvent {
         self.details.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// The record as stored: each text of it — the actor's name, the source, the target's id and name, the
+    /// texts of the details — at most [`MAX_AUDIT_TEXT_BYTES`], cut ones ending with `…` and named in the detail
+    /// `cut` (e.g. `["actor.name"]`). Much of it was typed by someone else (a failed login's username, a
+    /// purge's first URI), and each record is kept for the audit retention.
+    pub fn bounded(mut self) -> AuditEvent {
+        let mut cut_fields: Vec<Value> = Vec::new();
+        let mut bound = |text: &mut String, field: &str| {
+            if let Cow::Owned(cut) = cut(text, MAX_AUDIT_TEXT_BYTES) {
+                *text = cut;
+                cut_fields.push(field.into());
+            }
+        };
+        if let Actor::User { name, .. } | Actor::Unknown(name) = &mut self.actor {
+            bound(name, "actor.name");
+        }
+        bound(&mut self.source, "source_address");
+        bound(&mut self.target_id, "target.id");
+        bound(&mut self.target_name, "target.name");
+        for (key, value) in self.details.iter_mut() {
+            if let Value::String(text) = value {
+                bound(text, &format!("details.{key}"));
+            }
+        }
+        if !cut_fields.is_empty() {
+            self.details.insert("cut".into(), Value::Array(cut_fields));
+        }
         self
     }
 

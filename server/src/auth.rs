@@ -8,6 +8,7 @@ use axum::{
     http::{HeaderMap, header, request::Parts},
 };
 use base64::Engine;
+use edge_api::limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -68,7 +69,8 @@ pub struct Caller {
     pub password_only: bool,
 }
 
-/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header.
+/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header; 400
+/// `credentials_too_long` beyond the limits.
 pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
     let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
     let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
@@ -80,6 +82,14 @@ pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, Strin
     let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
     let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
     let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
+    // Before anything counts, checks or records the attempt: an oversized name would be a throttle key and an
+    // audit record, an oversized password work for the hash.
+    if user.len() > MAX_USERNAME_BYTES || password.len() > MAX_PASSWORD_BYTES {
+        return Err(AppError::bad_request(
+            "credentials_too_long",
+            format!("A username has at most {MAX_USERNAME_BYTES} bytes and a password at most {MAX_PASSWORD_BYTES}."),
+        ));
+    }
     Ok(Some((user.to_string(), password.to_string())))
 }
 
@@ -147,11 +157,17 @@ pub struct PasswordLogin<'a> {
     pub username: &'a str,
     pub password: &'a str,
     pub addr: IpAddr,
+    /// The one-time code sent with it (`X-OTP-Token`), if any.
+    pub token: Option<&'a str>,
 }
 
 impl PasswordLogin<'_> {
     fn key(&self) -> LoginKey {
-        LoginKey::new(self.customer_name, self.username, self.addr)
+        LoginKey::new(self.customer_name, self.username, self.addr).with_code(self.code().is_some())
+    }
+
+    fn code(&self) -> Option<&str> {
+        self.token.filter(|t| !t.trim().is_empty())
     }
 
     /// Checks the password against the users of the customer, under brute-force protection: the attempt is
@@ -160,8 +176,8 @@ impl PasswordLogin<'_> {
     /// disabled users and users whose password was reset all get the same answer after the same work.
     pub async fn check(&self, state: &AppState) -> AppResult<(Customer, UserRecord)> {
         let key = self.key();
-        match throttle::reserve(state.store.as_ref(), state.clock.now_ms(), &key, state.settings.login_slowdown).await?
-        {
+        let (store, waits) = (state.store.as_ref(), state.login_waits.as_ref());
+        match throttle::reserve(store, waits, state.clock.now_ms(), &key, state.settings.login_slowdown).await? {
             Verdict::Refuse { retry_after_secs } => {
                 return Err(AppError::TooManyRequests {
                     message: "Too many failed logins: wait before trying again.".into(),
@@ -175,7 +191,7 @@ impl PasswordLogin<'_> {
         match verified {
             Ok(Verified::Yes(customer, user)) => Ok((customer, user)),
             Ok(Verified::No { user, reason }) => {
-                Err(self.failed(state, user.as_ref(), reason, invalid_credentials()).await)
+                Err(self.failed(state, user.as_ref(), reason, Outcome::Failed, invalid_credentials()).await)
             }
             // No guess was judged (the store failed, or the server is too busy to check passwords).
             Err(e) => {
@@ -209,12 +225,29 @@ impl PasswordLogin<'_> {
         })
     }
 
-    /// Keeps the attempt counted as a failure, records it (and any lock it brings about) in the customer's
-    /// audit log, and returns `error`.
-    async fn failed(&self, state: &AppState, user: Option<&UserRecord>, reason: &str, error: AppError) -> AppError {
+    /// Keeps the attempt counted as a failure (`outcome`: of the password or of the code), records it (and any
+    /// lock it brings about) in the customer's audit log, and returns `error`.
+    async fn failed(
+        &self,
+        state: &AppState,
+        user: Option<&UserRecord>,
+        reason: &str,
+        outcome: Outcome,
+        error: AppError,
+    ) -> AppError {
         let now = state.clock.now_ms();
-        let lockouts = settle(state, &self.key(), Outcome::Failed).await;
-        let Some(customer) = self.customer else { return error };
+        let lockouts = settle(state, &self.key(), outcome).await;
+        let Some(customer) = self.customer else {
+            // No audit log exists to record it in: the server's log does, so an operator sees guessing of
+            // customer names too.
+            tracing::warn!(
+                customer = %edge_api::limits::cut(self.customer_name, 64),
+                username = %edge_api::limits::cut(self.username, 64),
+                addr = %self.addr,
+                "failed login under a customer that does not exist"
+            );
+            return error;
+        };
         let (actor, target) = match user {
             Some(u) => (Actor::User { id: u.id.clone(), name: u.username.clone() }, Target::user(u)),
             None => (
@@ -230,6 +263,7 @@ impl PasswordLogin<'_> {
             let scope = match lockout {
                 Lockout::UsernameFromAddress => "username from this address",
                 Lockout::Address => "this address, every username",
+                Lockout::Codes => "one-time codes of this username, every address",
             };
             events.push(
                 event(audit::op::LOGIN_LOCKOUT)
@@ -252,16 +286,10 @@ impl PasswordLogin<'_> {
     /// that is 401 `otp_required`, otherwise the password alone is accepted for what it may do. Only a
     /// complete login clears the failures counted against the username; a missing code is not a failure, a
     /// wrong one is. Returns whether the login is complete.
-    pub async fn finish(
-        &self,
-        state: &AppState,
-        user: &UserRecord,
-        token: Option<&str>,
-        code_required: bool,
-    ) -> AppResult<bool> {
+    pub async fn finish(&self, state: &AppState, user: &UserRecord, code_required: bool) -> AppResult<bool> {
         let key = self.key();
         let now = state.clock.now_ms();
-        let token = token.filter(|t| !t.trim().is_empty());
+        let token = self.code();
         if !user.otp_enabled {
             settle(state, &key, Outcome::Succeeded).await;
             return Ok(true);
@@ -289,6 +317,7 @@ impl PasswordLogin<'_> {
                     state,
                     Some(user),
                     "wrong one-time code",
+                    Outcome::FailedCode,
                     AppError::Unauthorized {
                         kind: "otp_invalid",
                         message: "The one-time code is wrong, expired or already used.".into(),
@@ -303,14 +332,20 @@ impl PasswordLogin<'_> {
     }
 }
 
-/// Settles a counted attempt (see [`crate::store::Store::settle_login`]); returns the locks a failure brought
-/// about. When the store cannot record it, that is logged and the answer stays the same: the reservation
-/// expires by itself (see [`throttle::PENDING_TTL_MS`]).
+/// Settles a counted attempt (see [`crate::store::Store::settle_login`]) and wakes an attempt of this process
+/// waiting on its keys (every one when a key was just locked); returns the locks a failure brought about. When
+/// the store cannot record it, that is logged and the answer stays the same: the reservation expires by itself
+/// (see [`throttle::PENDING_TTL_MS`]).
 async fn settle(state: &AppState, key: &LoginKey, outcome: Outcome) -> Vec<Lockout> {
     match state.store.settle_login(state.clock.now_ms(), key, outcome).await {
-        Ok(lockouts) => lockouts,
+        Ok(lockouts) => {
+            state.login_waits.settled(key, !lockouts.is_empty());
+            lockouts
+        }
         Err(e) => {
             tracing::error!(error = %e, ?outcome, "settling a login attempt failed");
+            // Waiters ask the store themselves now (they find the reservation until it expires).
+            state.login_waits.settled(key, false);
             Vec::new()
         }
     }
@@ -369,16 +404,17 @@ impl FromRequestParts<AppState> for Caller {
         let addr = client_addr(parts, state);
         let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
             let (customer_name, customer) = path_customer(parts, state).await?;
+            let token = parts.headers.get(edge_api::paths::OTP_HEADER).and_then(|v| v.to_str().ok());
             let login = PasswordLogin {
                 customer_name: &customer_name,
                 customer: customer.as_ref(),
                 username: &username,
                 password: &password,
                 addr,
+                token,
             };
             let (customer, user) = login.check(state).await?;
-            let token = parts.headers.get(edge_api::paths::OTP_HEADER).and_then(|v| v.to_str().ok());
-            let complete = login.finish(state, &user, token, false).await?;
+            let complete = login.finish(state, &user, false).await?;
             let role = role_of(&user)?;
             Caller { customer, user, role, session: None, addr, password_only: !complete }
         } else if let Some(session_id) = session_cookie(&parts.headers) {

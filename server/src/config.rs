@@ -383,6 +383,27 @@ pub fn content_hash(config_json: &str) -> String {
     hash[..16].to_string()
 }
 
+/// The host patterns of `config` that are wildcards over a public suffix (`*.co.uk`, `*.com`, `*.github.io`:
+/// every name under them belongs to someone else), by node path. Mozilla's public suffix list is compiled in
+/// (the `psl` crate); a name no rule lists counts as a top-level domain, so `*.example` is refused as well.
+pub fn public_suffix_problems(config: &PropertyConfig) -> Vec<String> {
+    config
+        .host_patterns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            let base = h.pattern.strip_prefix("*.")?;
+            (psl::suffix_str(base) == Some(base)).then(|| {
+                format!(
+                    "$.host_patterns[{i}].pattern: {:?} covers the public suffix {base:?}, whose names belong to \
+                     different owners; list your own domain's hosts, or a wildcard under it",
+                    h.pattern
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,5 +543,23 @@ mod restore_tests {
         let hosts: Vec<Value> = (0..=MAX_NODES).map(|i| json!({"pattern": format!("h{i}.example")})).collect();
         let problems = parse(&json!({"name": "shop", "host_patterns": hosts})).unwrap_err();
         assert_eq!(problems, [too_many_nodes(MAX_NODES + 1)]);
+    }
+
+    #[test]
+    fn wildcards_over_a_public_suffix_are_refused() {
+        let config = |patterns: &[&str]| -> PropertyConfig {
+            let hosts: Vec<_> = patterns.iter().map(|p| json!({"pattern": p})).collect();
+            serde_json::from_value(json!({"name": "p", "host_patterns": hosts})).unwrap()
+        };
+        let refused = |p: &str| !public_suffix_problems(&config(&[p])).is_empty();
+        for p in ["*.co.uk", "*.com", "*.github.io", "*.example", "*.act.edu.au"] {
+            assert!(refused(p), "{p}");
+        }
+        for p in ["*.bbc.co.uk", "*.example.com", "*.me.github.io", "co.uk", "www.bbc.co.uk", "api.demo.example"] {
+            assert!(!refused(p), "{p}");
+        }
+        let problems = public_suffix_problems(&config(&["www.shop.example", "*.co.uk"]));
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].starts_with("$.host_patterns[1].pattern: \"*.co.uk\" covers the public suffix \"co.uk\""));
     }
 }

@@ -65,6 +65,18 @@ impl AppError {
         }
     }
 
+    /// 503 `storage_unavailable`: the storage refused to write (disk full, read-only, I/O error); nothing was
+    /// changed, and the same request works once the operator has freed the cause — no restart needed.
+    pub fn storage_unavailable() -> Self {
+        AppError::Unavailable {
+            kind: "storage_unavailable",
+            message: "The server's storage cannot take writes right now (disk full or read-only); nothing was \
+                      changed. Try again in a moment."
+                .into(),
+            retry_after_secs: 5,
+        }
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         AppError::Unauthorized { kind: "unauthorized", message: message.into() }
     }
@@ -150,6 +162,10 @@ impl From<crate::store::StoreError> for AppError {
             StoreError::Conflict(what) => {
                 AppError::Conflict { kind: "conflict", message: format!("The {what} already exists.") }
             }
+            StoreError::HostClaimed(message) => AppError::Conflict {
+                kind: "host_claimed",
+                message: format!("A host pattern is not this property's to claim: {message}."),
+            },
             StoreError::LastAdmin => AppError::Conflict {
                 kind: "last_admin",
                 message: "This would leave the account without an enabled administrator.".into(),
@@ -163,6 +179,10 @@ impl From<crate::store::StoreError> for AppError {
             StoreError::Unavailable(cause) => {
                 tracing::warn!(error = %cause, "the database is unavailable");
                 AppError::database_unavailable()
+            }
+            StoreError::Storage(cause) => {
+                tracing::warn!(error = %cause, "storage refuses to write");
+                AppError::storage_unavailable()
             }
             StoreError::Other(e) => AppError::Internal(e),
         }

@@ -5,6 +5,7 @@ use axum::{
     extract::{FromRequest, FromRequestParts, Request, rejection::JsonRejection},
     http::{StatusCode, request::Parts},
 };
+use edge_api::limits::MAX_QUERY_VALUE_BYTES;
 use serde::de::DeserializeOwned;
 
 use crate::error::AppError;
@@ -41,7 +42,8 @@ fn json_rejection(rejection: JsonRejection) -> AppError {
     }
 }
 
-/// Query parameters. Unparseable values → 400 `invalid_parameter` naming the problem.
+/// Query parameters. Unparseable values → 400 `invalid_parameter` naming the problem; a value longer than
+/// [`MAX_QUERY_VALUE_BYTES`] (a filter, a search) → 400 `invalid_parameter` before anything reads it.
 pub struct Query<T>(pub T);
 
 impl<S, T> FromRequestParts<S> for Query<T>
@@ -53,10 +55,26 @@ where
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
-        serde_urlencoded::from_str(query).map(Query).map_err(|e| AppError::BadRequest {
+        let invalid = |details: Vec<String>| AppError::BadRequest {
             kind: "invalid_parameter",
             message: "A query parameter is invalid.".into(),
-            details: vec![e.to_string()],
-        })
+            details,
+        };
+        let pairs = serde_urlencoded::from_str::<Vec<(String, String)>>(query).unwrap_or_default();
+        let too_long: Vec<String> = pairs
+            .iter()
+            .filter(|(_, value)| value.len() > MAX_QUERY_VALUE_BYTES)
+            .map(|(name, value)| {
+                format!(
+                    "{}: {} bytes; a query parameter has at most {MAX_QUERY_VALUE_BYTES}",
+                    edge_api::limits::cut(name, 64),
+                    value.len()
+                )
+            })
+            .collect();
+        if !too_long.is_empty() {
+            return Err(invalid(too_long));
+        }
+        serde_urlencoded::from_str(query).map(Query).map_err(|e| invalid(vec![e.to_string()]))
     }
 }

@@ -16,6 +16,7 @@ pub mod mail;
 pub mod metrics;
 pub mod net;
 pub mod otp;
+pub mod private;
 pub mod routes;
 pub mod stats;
 pub mod store;
@@ -92,6 +93,11 @@ pub struct Settings {
     pub stats_limits: stats::Limits,
     /// `GET /metrics` is served to requests bearing this token (and not at all without one).
     pub metrics_token: Option<String>,
+    /// `/readyz` fails while the data dir's file system has less free space than this.
+    pub min_free_disk_bytes: u64,
+    /// On SIGTERM, how long the server keeps serving (not ready, every answer closing its connection) before
+    /// it stops accepting, so that load balancers move traffic elsewhere first.
+    pub drain: Duration,
 }
 
 impl Settings {
@@ -123,6 +129,8 @@ impl Settings {
             stats_url: None,
             stats_limits: stats::Limits::DEFAULT,
             metrics_token: None,
+            min_free_disk_bytes: 64 << 20,
+            drain: Duration::ZERO,
         }
     }
 }
@@ -140,6 +148,10 @@ pub struct AppState {
     pub fleet: Arc<dyn Fleet>,
     /// The statistics engine.
     pub stats: Arc<dyn StatsEngine>,
+    /// Set when the server is stopping: `/readyz` fails and answers close their connections.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
+    /// Login attempts of this process waiting for others of their keys to be settled.
+    pub login_waits: Arc<throttle::Waits>,
 }
 
 impl AppState {
@@ -150,6 +162,10 @@ impl AppState {
     }
 
     pub async fn open_with_clock(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        // Made private before anything is written into them (see [`private`]).
+        for dir in [settings.data_dir.clone(), settings.data_dir.join("stats")] {
+            private::dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
         let store = store::open(&settings.location(), settings.database_wait).await?;
         let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
             Some(url) => {
@@ -169,7 +185,9 @@ impl AppState {
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,
+            login_waits: Arc::default(),
             settings: Arc::new(settings),
+            draining: Arc::default(),
         })
     }
 }
@@ -190,8 +208,10 @@ pub fn app(state: AppState) -> Router {
         .merge(api)
         .fallback(web::static_or_not_found)
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))
+        .layer(middleware::from_fn(web::bounded_request))
         .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, csp))
         .layer(middleware::from_fn(web::security_headers))
+        .layer(middleware::from_fn_with_state(state.draining.clone(), web::close_when_draining))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request| {
@@ -219,6 +239,8 @@ pub fn api_middleware<S: Clone + Send + Sync + 'static>(api: Router<S>, max_body
 pub struct Server {
     pub addr: SocketAddr,
     stats: Arc<dyn StatsEngine>,
+    draining: Arc<std::sync::atomic::AtomicBool>,
+    drain: Duration,
     shutdown: Option<oneshot::Sender<()>>,
     join: JoinHandle<std::io::Result<()>>,
     housekeeping: JoinHandle<()>,
@@ -242,6 +264,7 @@ impl Server {
         let (tx, rx) = oneshot::channel::<()>();
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         let stats = state.stats.clone();
+        let (draining, drain) = (state.draining.clone(), state.settings.drain);
         let app = wrap(app(state)).into_make_service_with_connect_info::<SocketAddr>();
         let join = tokio::spawn(async move {
             axum::serve(listener, app)
@@ -250,7 +273,7 @@ impl Server {
                 })
                 .await
         });
-        Ok(Server { addr, stats, shutdown: Some(tx), join, housekeeping })
+        Ok(Server { addr, stats, draining, drain, shutdown: Some(tx), join, housekeeping })
     }
 
     /// Stops accepting, lets requests in flight finish, writes a statistics checkpoint, and returns.
@@ -265,9 +288,17 @@ impl Server {
         Ok(())
     }
 
-    /// Serves until `shutdown` completes (see [`shutdown_signals`]), then shuts down gracefully.
-    pub async fn run_until(self, shutdown: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
-        shutdown.await;
+    /// Serves until `shutdown` completes (see [`shutdown_signals`]), then shuts down gracefully. When it says to
+    /// drain (SIGTERM), the server first goes on serving for the drain time with `/readyz` failing and every
+    /// answer closing its connection, so that a load balancer stops sending it requests and no client reuses a
+    /// connection that is about to close; then it stops accepting and finishes what is in flight.
+    pub async fn run_until(self, shutdown: impl std::future::Future<Output = Stop>) -> anyhow::Result<()> {
+        let stop = shutdown.await;
+        if stop == Stop::Drain && !self.drain.is_zero() {
+            tracing::info!(drain_secs = self.drain.as_secs_f64(), "draining before shutting down");
+            self.draining.store(true, std::sync::atomic::Ordering::Relaxed);
+            tokio::time::sleep(self.drain).await;
+        }
         tracing::info!("shutting down");
         self.stop().await
     }
@@ -332,22 +363,32 @@ pub async fn upkeep(state: &AppState, retention: bool) {
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
+/// How to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM (a service manager, a rolling restart): drain first (see [`Server::run_until`]).
+    Drain,
+    /// SIGINT (Ctrl-C at a terminal): stop now, still finishing what is in flight.
+    Now,
+}
+
 /// SIGINT or SIGTERM. The handlers are installed when this is called, not when it is first awaited, so that
 /// a signal sent as soon as the server says it is listening is not lost (it would end the process at once).
-pub fn shutdown_signals() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+pub fn shutdown_signals() -> anyhow::Result<impl std::future::Future<Output = Stop>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         let (mut interrupt, mut terminate) = (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?);
         Ok(async move {
             tokio::select! {
-                _ = interrupt.recv() => {},
-                _ = terminate.recv() => {},
+                _ = interrupt.recv() => Stop::Now,
+                _ = terminate.recv() => Stop::Drain,
             }
         })
     }
     #[cfg(not(unix))]
     Ok(async {
         let _ = tokio::signal::ctrl_c().await;
+        Stop::Now
     })
 }

@@ -35,12 +35,15 @@ impl Mailer {
                 Ok(())
             }
             Mailer::Outbox { dir, from } => {
-                tokio::fs::create_dir_all(dir).await.with_context(|| format!("creating {}", dir.display()))?;
+                // A reset link is a credential: the outbox and its mail are the server's user's alone.
+                crate::private::dir(dir).with_context(|| format!("creating {}", dir.display()))?;
                 let name =
                     format!("{}-{}.eml", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"), crate::admin::new_id());
                 let path = dir.join(name);
                 let text = format!("From: {from}\r\nTo: {to}\r\nSubject: {subject}\r\n\r\n{body}\r\n");
-                tokio::fs::write(&path, text).await.with_context(|| format!("writing {}", path.display()))?;
+                crate::private::write(&path, text.as_bytes())
+                    .await
+                    .with_context(|| format!("writing {}", path.display()))?;
                 tracing::info!(path = %path.display(), "no SMTP server configured: mail written to the outbox");
                 Ok(())
             }

@@ -58,6 +58,12 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Host patterns: which customer's property claims one, and releasing one from it (to move a host to
+    /// another customer).
+    Host {
+        #[command(subcommand)]
+        command: HostCommand,
+    },
     /// Manage identity sources besides `local`.
     Idp {
         #[command(subcommand)]
@@ -110,6 +116,29 @@ impl StatsLimitArgs {
             daily_retention_days: self.stats_daily_retention_days,
         }
     }
+}
+
+#[derive(Subcommand)]
+enum HostCommand {
+    /// Print the customer and property that claim a host pattern.
+    Show {
+        /// A host pattern: `www.example.com` or `*.example.com`.
+        pattern: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Remove a host pattern from the property that claims it (a new configuration version by `system`,
+    /// recorded in that customer's audit log), so that another customer can claim it.
+    Release {
+        /// A host pattern: `www.example.com` or `*.example.com`.
+        pattern: String,
+        #[arg(long, env = "EDGE_DATA_DIR", default_value = "./data")]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
 }
 
 /// Where the state is kept, when not in the data dir.
@@ -191,6 +220,13 @@ struct ServeArgs {
     /// Days finished tasks (and the purge transactions they track) are kept.
     #[arg(long, env = "EDGE_TASK_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(i64).range(1..=36500))]
     task_retention_days: i64,
+    /// /readyz fails while the data dir's file system has less free space than this (MiB).
+    #[arg(long, env = "EDGE_MIN_FREE_DISK_MB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    min_free_disk_mb: u64,
+    /// On SIGTERM, seconds to keep serving (not ready, closing every connection after its answer) before
+    /// stopping, so that a load balancer moves traffic away first. SIGINT stops without draining.
+    #[arg(long, env = "EDGE_DRAIN_SECS", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=600))]
+    drain_secs: u64,
 }
 
 #[derive(Subcommand)]
@@ -212,6 +248,7 @@ enum CustomerCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     no_transparent_huge_pages();
+    private_files();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -227,6 +264,29 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Ingest { kind, customer, data_dir, database, stats_url, limits, files } => {
             ingest(kind, customer, data_dir, database, stats_url, limits.limits(), files).await
+        }
+        Command::Host { command: HostCommand::Show { pattern, data_dir, database } } => {
+            let store = open_store(&database.location(&data_dir)).await?;
+            let pattern = pattern.trim().to_ascii_lowercase();
+            match edge_server::store::Store::host_claim(&store, &pattern).await? {
+                Some((customer, property)) => {
+                    println!("{pattern} is claimed by customer `{}`, property `{}`", customer.name, property.name)
+                }
+                None => println!("{pattern} is claimed by no property"),
+            }
+            Ok(())
+        }
+        Command::Host { command: HostCommand::Release { pattern, data_dir, database } } => {
+            let store = open_store(&database.location(&data_dir)).await?;
+            let fleet = edge_server::fleet::SimulatedFleet::standard();
+            let (customer, property, version) =
+                admin::release_host(&store, &fleet, SystemClock.now_ms(), &pattern).await?;
+            println!(
+                "Released {} from customer `{}`, property `{property}` (configuration version {version})",
+                pattern.trim().to_ascii_lowercase(),
+                customer.name
+            );
+            Ok(())
         }
         Command::Idp { command: IdpCommand::Add { customer, id, config, data_dir, database } } => {
             let store = open_store(&database.location(&data_dir)).await?;
@@ -253,6 +313,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.stats_url = args.stats_url.clone();
     settings.stats_limits = args.limits.limits();
     settings.metrics_token = args.metrics_token.clone().filter(|t| !t.is_empty());
+    settings.min_free_disk_bytes = args.min_free_disk_mb << 20;
+    settings.drain = Duration::from_secs(args.drain_secs);
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }
@@ -291,6 +353,16 @@ fn no_transparent_huge_pages() {
     }
 }
 
+/// Whatever this process creates is its user's alone (umask 077): the data dir holds password hashes,
+/// two-factor secrets and mailed reset links, and the statistics engine writes its own files there.
+fn private_files() {
+    #[cfg(unix)]
+    // SAFETY: umask only sets this process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
 /// Seeds the demo data when the data dir is empty; returns the password to print.
 async fn seed_demo(state: &AppState, days: i64) -> anyhow::Result<Option<String>> {
     let password = match std::env::var("EDGE_DEMO_PASSWORD") {
@@ -303,8 +375,13 @@ async fn seed_demo(state: &AppState, days: i64) -> anyhow::Result<Option<String>
 
 /// Takes the data dir for this process alone (released when the process ends).
 fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(data_dir)?;
-    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(data_dir.join(".lock"))?;
+    use anyhow::Context;
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+    let path = data_dir.join(".lock");
+    let lock =
+        std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| {
+            format!("the data dir {} must be writable: opening {}", data_dir.display(), path.display())
+        })?;
     lock.try_lock().map_err(|_| anyhow::anyhow!("another edge-server process is using {}", data_dir.display()))?;
     Ok(lock)
 }

@@ -30,9 +30,22 @@ pub fn new_task_for(
     target_id: &str,
     target_uri: &str,
 ) -> TaskRecord {
+    let now_ms = state.clock.now_ms();
+    new_task_on(state.fleet.as_ref(), now_ms, customer_id, user_id, operation, target_id, target_uri)
+}
+
+/// As [`new_task_for`], on a fleet alone at `begin_ms` (the command line, which has no server state).
+pub fn new_task_on(
+    fleet: &dyn fleet::Fleet,
+    begin_ms: i64,
+    customer_id: CustomerId,
+    user_id: &str,
+    operation: &str,
+    target_id: &str,
+    target_uri: &str,
+) -> TaskRecord {
     let id = admin::new_id();
-    let begin_ms = state.clock.now_ms();
-    let schedule = state.fleet.schedule(&id);
+    let schedule = fleet.schedule(&id);
     let (end_ms, failed) = fleet::outcome(&schedule, begin_ms);
     let error_info = failed.then(|| {
         let missing = schedule

@@ -12,6 +12,8 @@ use axum::{
 use tower::ServiceExt;
 use tower_http::services::{ServeDir, ServeFile};
 
+use edge_api::limits::{MAX_HEADER_VALUE_BYTES, MAX_URI_BYTES};
+
 use crate::{AppState, error::body_for_status};
 
 /// True for paths in the API's address space, `/{customer}/v<N>` and below, which must never be answered with
@@ -93,6 +95,43 @@ pub async fn json_errors(req: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
+/// Refuses, before anything else reads it, a request whose target (path and query) is longer than
+/// [`MAX_URI_BYTES`] (414 `uri_too_long`) or one of whose header values is longer than
+/// [`MAX_HEADER_VALUE_BYTES`] (431 `header_too_large`): a credential, cookie, code or proxy header of any size
+/// would otherwise reach the handlers, the throttle keys and the logs. The body is JSON (purge paths: the
+/// purge body).
+pub async fn bounded_request(req: Request, next: Next) -> Response {
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    let refused = if target > MAX_URI_BYTES {
+        Some((
+            StatusCode::URI_TOO_LONG,
+            edge_api::ErrorBody::new(
+                "uri_too_long",
+                format!("The request's path and query have {target} bytes; at most {MAX_URI_BYTES} are accepted."),
+            ),
+        ))
+    } else {
+        req.headers().iter().find(|(_, v)| v.len() > MAX_HEADER_VALUE_BYTES).map(|(name, v)| {
+            (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                edge_api::ErrorBody::new(
+                    "header_too_large",
+                    format!(
+                        "The {name} header has {} bytes; a header value has at most {MAX_HEADER_VALUE_BYTES}.",
+                        v.len()
+                    ),
+                ),
+            )
+        })
+    };
+    let Some((status, body)) = refused else { return next.run(req).await };
+    if crate::routes::purge::is_purge_path(req.uri().path()) {
+        let purge = edge_api::PurgeError { code: status.as_u16(), description: body.message, details: vec![] };
+        return (status, Json(purge)).into_response();
+    }
+    (status, Json(body)).into_response()
+}
+
 /// Whether the request reached the proxy in front of the server over TLS (`X-Forwarded-Proto: https`).
 pub fn over_tls(headers: &axum::http::HeaderMap) -> bool {
     headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("https"))
@@ -124,8 +163,10 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     response
 }
 
-/// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log.
+/// Hides secrets that the API carries in paths (session ids, password-reset tokens) from the request log, and
+/// keeps the first 512 bytes of a longer path.
 pub fn redact_path(path: &str) -> String {
+    let path = edge_api::limits::cut(path, 512);
     let mut out = Vec::new();
     let mut hide_next = false;
     for segment in path.split('/') {
@@ -165,15 +206,37 @@ pub fn content_security_policy(static_dir: &std::path::Path) -> String {
 /// How long a readiness check waits for each dependency.
 const READINESS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `GET /readyz`: 200 when this replica can serve requests — its database answers and its statistics engine is
-/// ready — and 503 with the JSON error body naming what is not, so a load balancer sends it no traffic until
-/// it is. `/healthz` only says the process is alive.
+/// `GET /readyz`: 200 when this replica can serve requests — its database answers and takes writes, its data
+/// dir has free space above the threshold, its statistics engine answers, and it is not stopping — and 503
+/// with the JSON error body naming what is not, so a load balancer sends it no traffic until it is.
+/// `/healthz` only says the process is alive.
 pub async fn readiness(State(state): State<AppState>) -> Response {
     let mut problems = Vec::new();
+    if state.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        problems.push("stopping: finishing the requests in flight".to_string());
+    }
+    let kind = state.store.kind();
     match tokio::time::timeout(READINESS_TIMEOUT, state.store.ping()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => problems.push(format!("database ({}): {e}", state.store.kind())),
-        Err(_) => problems.push(format!("database ({}): no answer within {READINESS_TIMEOUT:?}", state.store.kind())),
+        Ok(Ok(())) => {
+            let server = readiness_id(&state);
+            match tokio::time::timeout(READINESS_TIMEOUT, state.store.probe_write(&server, state.clock.now_ms())).await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => problems.push(format!("database ({kind}) refuses writes: {e}")),
+                Err(_) => problems.push(format!("database ({kind}): a write took over {READINESS_TIMEOUT:?}")),
+            }
+        }
+        Ok(Err(e)) => problems.push(format!("database ({kind}): {e}")),
+        Err(_) => problems.push(format!("database ({kind}): no answer within {READINESS_TIMEOUT:?}")),
+    }
+    match free_bytes(&state.settings.data_dir) {
+        Some(free) if free < state.settings.min_free_disk_bytes => problems.push(format!(
+            "data dir {}: {} MiB free, below the {} MiB this server needs",
+            state.settings.data_dir.display(),
+            free >> 20,
+            state.settings.min_free_disk_bytes >> 20
+        )),
+        _ => {}
     }
     let stats = state.stats.clone();
     match tokio::time::timeout(READINESS_TIMEOUT, tokio::task::spawn_blocking(move || stats.ready())).await {
@@ -184,11 +247,43 @@ pub async fn readiness(State(state): State<AppState>) -> Response {
     }
     let no_store = [(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))];
     if problems.is_empty() {
-        return (no_store, Json(serde_json::json!({"status": "ready", "database": state.store.kind()})))
-            .into_response();
+        return (no_store, Json(serde_json::json!({"status": "ready", "database": kind}))).into_response();
     }
     let body = edge_api::ErrorBody::new("not_ready", "This server cannot serve requests now.").with_details(problems);
     (StatusCode::SERVICE_UNAVAILABLE, no_store, Json(body)).into_response()
+}
+
+/// While the server drains before stopping, every answer says `Connection: close`, so that no client sends a
+/// further request on a connection the server is about to close (it would get no answer).
+pub async fn close_when_draining(
+    State(draining): State<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if draining.load(std::sync::atomic::Ordering::Relaxed) {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// The row this server's readiness probe writes: its host and data dir (replicas share the database).
+fn readiness_id(state: &AppState) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let dir = std::fs::canonicalize(&state.settings.data_dir).unwrap_or_else(|_| state.settings.data_dir.clone());
+    format!("{}:{}", host.trim(), dir.display())
+}
+
+/// Bytes free for this process in the file system of `dir` (None where that cannot be read).
+pub fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a valid, writable statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
 }
 
 #[cfg(test)]

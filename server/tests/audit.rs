@@ -456,3 +456,19 @@ async fn a_change_whose_record_cannot_be_written_is_not_made() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(one(&app, "user.update").await["details"], json!({"full_name": "Robert"}));
 }
+
+#[tokio::test]
+async fn record_ids_are_random_so_they_tell_nothing_of_other_customers() {
+    let app = TestApp::new().await;
+    app.add_user("acme", "bob", "viewer").await;
+    let (items, _) = audit(&app, "").await;
+    let reply = app.send(req(Method::GET, "/globex/v1/audit").basic("gina", PASSWORD).done()).await;
+    let theirs = reply.body["items"].as_array().unwrap().clone();
+    let mut ids: Vec<&str> = items.iter().chain(&theirs).map(|r| r["id"].as_str().unwrap()).collect();
+    for id in &ids {
+        assert!(id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), items.len() + theirs.len(), "distinct");
+}

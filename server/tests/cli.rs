@@ -276,3 +276,129 @@ fn ingest_reads_gzip_and_zstd_files_and_shows_records_per_second_on_a_terminal()
         assert!(screen.contains(" records/s"), "{screen}");
     }
 }
+
+/// A server process that is killed when the test ends, even by a failed assertion.
+struct KillOnDrop(std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Basic credentials of `user` with the test password.
+fn basic(user: &str) -> String {
+    use base64::Engine;
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{PASSWORD}")))
+}
+
+/// POSTs `body` as `user` of `customer`; the status (any, not only 2xx).
+fn post_json(base: &str, customer: &str, user: &str, path: &str, body: serde_json::Value) -> u16 {
+    match ureq::post(&format!("{base}/{customer}/v1{path}")).set("Authorization", &basic(user)).send_json(body) {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(status, _)) => status,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn an_operator_moves_a_host_to_another_customer_with_host_release() {
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
+    assert!(customer_add(&dir, "globex", "boss").status.success());
+    let (child, base, _) = serve(&dir);
+    let mut child = KillOnDrop(child);
+    let base = base.expect("the server listens");
+    let shop = serde_json::json!({"name": "shop", "host_patterns": ["www.shop.example", "m.shop.example"]});
+    assert_eq!(post_json(&base, "acme", "root", "/properties", shop.clone()), 201);
+    assert_eq!(post_json(&base, "globex", "boss", "/properties", shop.clone()), 409, "acme's hosts");
+
+    let out = dir.edge(&["host", "show", "www.shop.example"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "www.shop.example is claimed by customer `acme`, property `shop`"
+    );
+    // Released while the server runs: a new version of acme's configuration without it.
+    for host in ["www.shop.example", "m.shop.example"] {
+        let out = dir.edge(&["host", "release", host]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!("Released {host} from customer `acme`")));
+    }
+    let out = dir.edge(&["host", "release", "www.shop.example"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no property claims the host pattern"));
+    assert_eq!(post_json(&base, "globex", "boss", "/properties", shop), 201, "now globex's");
+    let config: serde_json::Value = ureq::get(&format!("{base}/acme/v1/properties/shop/config"))
+        .set("Authorization", &basic("root"))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!((config["version"].as_u64(), config["author"].as_str()), (Some(3), Some("system")));
+    assert_eq!(config["config"]["host_patterns"], serde_json::json!([]));
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_failed_login_under_a_customer_that_does_not_exist_is_in_the_server_log() {
+    let dir = Place::new();
+    let (child, base, errors) = serve(&dir);
+    let mut child = KillOnDrop(child);
+    let base = base.expect("the server listens");
+    let status = match ureq::post(&format!("{base}/nosuchcustomer/v1/sessions"))
+        .set("Authorization", &basic("mallory"))
+        .call()
+    {
+        Ok(r) => r.status(),
+        Err(ureq::Error::Status(status, _)) => status,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(status, 401);
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let log = errors.join().unwrap();
+    let line = log.lines().find(|l| l.contains("failed login under a customer that does not exist"));
+    let line = line.unwrap_or_else(|| panic!("no such line: {log}"));
+    assert!(line.contains("customer=nosuchcustomer") && line.contains("username=mallory"), "{line}");
+    assert!(line.contains("addr=127.0.0.1"), "{line}");
+}
+
+#[test]
+fn the_server_creates_its_files_for_its_own_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
+    let (child, base, _) = serve(&dir);
+    let mut child = KillOnDrop(child);
+    let base = base.expect("the server listens");
+    let record = r#"{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/"}"#;
+    let reply = ureq::post(&format!("{base}/acme/v1/ingest/accesslogs"))
+        .set("Authorization", &basic("root"))
+        .set("Content-Type", "application/x-ndjson")
+        .send_string(record)
+        .unwrap();
+    assert_eq!(reply.status(), 200);
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+    let mode = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().permissions().mode() & 0o777;
+    // The statistics engine's own files, whatever this test's umask.
+    assert_eq!(mode("stats"), 0o700);
+    assert_eq!(mode("stats/snapshot.bin"), 0o600);
+    assert_eq!(mode(".lock"), 0o600);
+}

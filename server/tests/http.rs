@@ -345,7 +345,7 @@ async fn openapi_parameter_schemas_match_what_the_handlers_accept() {
     }
     let data = "/{customer}/v1/stats/data";
     assert_eq!(param(data, "granularity")["enum"], serde_json::json!(["5minute", "hour", "day"]));
-    assert!(param(data, "starttime")["pattern"].as_str().unwrap().starts_with("^[0-9]{4}-"));
+    assert!(param(data, "starttime")["pattern"].as_str().unwrap().contains("-02-29"), "leap days are stated");
     assert!(param(data, "metrics")["pattern"].as_str().unwrap().contains("hits"));
     let users = "/{customer}/v1/users";
     assert_eq!(

@@ -339,3 +339,81 @@ async fn unknown_encodings_are_415_and_corrupt_compressed_bodies_400() {
     assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_encoding");
     assert_eq!(day_hits(&app).await, json!([]), "nothing stored");
 }
+
+/// The fields docs/api.md lists as required in its bullet starting with `bullet`: the backquoted names between
+/// "required" and the next semicolon, outside parentheses.
+fn documented_required(bullet: &str) -> Vec<String> {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md")).unwrap();
+    let start = docs.find(bullet).unwrap_or_else(|| panic!("docs/api.md has no bullet {bullet:?}"));
+    let text = &docs[start..];
+    let text = &text[..text.find("\n- ").unwrap_or(text.len())];
+    let required = &text[text.find("required").unwrap_or_else(|| panic!("no 'required' in {text}"))..];
+    let required = &required[..required.find(';').unwrap_or(required.len())];
+    // Without what parentheses say about a field (`source` (`waf` or `trafficshaping`)).
+    let mut depth = 0;
+    let required: String = required
+        .chars()
+        .filter(|c| {
+            depth += (*c == '(') as i32;
+            let keep = depth == 0;
+            depth -= (*c == ')') as i32;
+            keep
+        })
+        .collect();
+    let mut names: Vec<String> = required
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| n.chars().all(|c| c == '_' || c.is_ascii_lowercase()))
+        .map(String::from)
+        .collect();
+    names.sort();
+    names
+}
+
+/// The fields of `full` (a valid record) without which the server rejects the record.
+async fn required_by_the_server(app: &TestApp, kind: &str, full: Value) -> Vec<String> {
+    let mut required = Vec::new();
+    for field in full.as_object().unwrap().keys() {
+        let mut record = full.clone();
+        record.as_object_mut().unwrap().remove(field);
+        let reply = app
+            .send(
+                req(Method::POST, &format!("/acme/v1/ingest/{kind}"))
+                    .basic("alice", PASSWORD)
+                    .raw("application/x-ndjson", record.to_string())
+                    .done(),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        if reply.body["accepted"] == 0 {
+            required.push(field.clone());
+        }
+    }
+    required.sort();
+    required
+}
+
+#[tokio::test]
+async fn the_documented_required_fields_are_the_ones_the_server_requires() {
+    let app = TestApp::new().await;
+    let access = json!({
+        "timestamp": format_time(T0 - HOUR), "browser_name": "Firefox", "cache_status": 1, "content_type": "text/html",
+        "country": "Germany", "country_code": "DE", "device_os": "Linux", "device_type": "Desktop",
+        "domain": "www.example.com", "gna_cache_status": 2, "http_status_code": 200, "property": "shop",
+        "request_type": "GET", "scheme": 2, "request_url": "/", "first_mile_bandwidth_bytes": 1, "hits": 1,
+        "last_mile_bandwidth_bytes": 1, "middle_mile_bandwidth_bytes": 1, "original_bandwidth_bytes": 1,
+        "request_time_ms": 1, "time_to_first_byte_ms": 1, "time_to_last_byte_ms": 1,
+    });
+    assert_eq!(documented_required("- Access-log fields:"), required_by_the_server(&app, "accesslogs", access).await);
+    let security = json!({
+        "timestamp": format_time(T0 - HOUR), "source": "waf", "event_type": "sqli", "event_action": "BLOCK",
+        "event_severity": "HIGH", "waf_action": "BLOCK", "rule_id": "942100", "domain": "www.example.com",
+        "property": "shop", "client_ip": "203.0.113.7", "client_connection_remote_ip": "203.0.113.7",
+        "client_browser": "curl", "client_country_code": "DE", "client_asn": 64500, "request_path": "/login",
+    });
+    assert_eq!(
+        documented_required("- Security-event fields:"),
+        required_by_the_server(&app, "securityevents", security).await
+    );
+}

@@ -230,3 +230,35 @@ async fn another_customers_transaction_does_not_exist() {
         .await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn transaction_ids_are_numbered_per_customer_and_reveal_no_other_customers_purges() {
+    let app = setup().await;
+    for i in 0..3 {
+        app.advance(1_000);
+        let reply = app.send(post(&purge_body(json!([exact(&format!("www.shop.example/{i}"))])))).await;
+        assert_eq!(reply.body["transaction_id"], i + 1, "{}", reply.body);
+    }
+    // globex's first purge is its transaction 1, whatever acme did.
+    let globex = json!({"name": "www", "host_patterns": ["www.globex.example"]});
+    let reply = app.send(req(Method::POST, "/globex/v1/properties").basic("gina", PASSWORD).json(&globex).done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let body = purge_body(json!([exact("www.globex.example/a")]));
+    let reply = app.send(req(Method::POST, "/globex/v1/cache/purge").basic("gina", PASSWORD).json(&body).done()).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    assert_eq!(reply.body["transaction_id"], 1);
+    assert_eq!(reply.headers.get(header::LOCATION).unwrap(), "/globex/v1/transactions/1");
+    // Each customer's number 1 is its own.
+    let mine = app.send(req(Method::GET, "/globex/v1/transactions").basic("gina", PASSWORD).done()).await;
+    assert_eq!(mine.body[0]["sample"], json!(["www.globex.example/a"]));
+    let reply = app.send(req(Method::GET, "/acme/v1/transactions/1").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["transaction_id"], 1);
+    let reply = app.send(req(Method::GET, "/acme/v1/transactions").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body[2]["sample"], json!(["www.shop.example/0"]));
+    let reply = app.send(req(Method::GET, "/globex/v1/transactions/2").basic("gina", PASSWORD).done()).await;
+    assert_eq!((reply.status, reply.body["code"].as_u64()), (StatusCode::NOT_FOUND, Some(404)));
+    // The audit record names the transaction by its number, with its address while it exists.
+    let log = app.send(req(Method::GET, "/globex/v1/audit?operation=cache.purge").basic("gina", PASSWORD).done()).await;
+    let target = &log.body["items"][0]["target"];
+    assert_eq!((target["id"].as_str(), target["uri"].as_str()), (Some("1"), Some("/globex/v1/transactions/1")));
+}

@@ -72,6 +72,7 @@ contract!(
     two_factor_and_code_replay,
     tasks_filtered_paged_and_pruned,
     properties_and_compare_and_swap,
+    host_claims_are_one_propertys_across_customers,
     purges_and_their_rate_limit,
     network_lists_and_their_limit,
     identity_sources,
@@ -80,6 +81,7 @@ contract!(
     audit_records_filtered_and_pruned,
     login_throttling_counts,
     login_throttling_under_parallel_attempts,
+    wrong_codes_are_counted_per_account_whatever_the_address,
     text_with_nul_is_refused,
 );
 
@@ -512,6 +514,113 @@ async fn properties_and_compare_and_swap(store: Arc<dyn Store>) {
     assert_eq!(store.config_version_with_content(p.id, "0000000000000000").await.unwrap(), None);
 }
 
+/// Customer `globex` with admin `gina` (id `u-gina`).
+async fn globex(store: &dyn Store) -> Customer {
+    let c = NewCustomer { name: "globex".into(), display_name: "Globex".into(), contact_email: String::new() };
+    let target = Target { kind: "account", id: "globex".into(), name: "globex".into() };
+    store
+        .create_customer(c, &[user("u-gina", "gina", "admin")], T0, &audit(0, op::CUSTOMER_CREATE, target))
+        .await
+        .unwrap()
+}
+
+/// A configuration of property `name` with these host patterns, as stored.
+fn hosts_config(name: &str, hosts: &[&str]) -> String {
+    let patterns: Vec<_> = hosts.iter().map(|h| serde_json::json!({"id": h, "pattern": h})).collect();
+    serde_json::json!({"name": name, "host_patterns": patterns}).to_string()
+}
+
+/// Creates property `name` of `c` claiming `hosts`.
+async fn create_with_hosts(
+    store: Arc<dyn Store>,
+    c: Customer,
+    name: String,
+    hosts: Vec<String>,
+) -> Result<edge_server::store::PropertyRecord, StoreError> {
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let event = audit(c.id, op::PROPERTY_CREATE, Target::property(&name));
+    let task = task(c.id, &format!("{}-{name}", c.name), "config.deploy", T0, T0 + 5000, false);
+    store.create_property(c.id, &name, &version(1, &hosts_config(&name, &hosts)), &[], &task, &event).await
+}
+
+async fn host_claims_are_one_propertys_across_customers(store: Arc<dyn Store>) {
+    let (acme, globex) = (acme(store.as_ref()).await, globex(store.as_ref()).await);
+    let create = |c: &Customer, name: &str, hosts: &[&str]| {
+        create_with_hosts(store.clone(), c.clone(), name.to_string(), hosts.iter().map(|h| h.to_string()).collect())
+    };
+    let claimed = |e: Result<_, StoreError>| matches!(e, Err(StoreError::HostClaimed(_)));
+    let shop = create(&acme, "shop", &["www.shop.example", "*.img.shop.example"]).await.unwrap();
+    assert_eq!(store.host_claims(acme.id).await.unwrap(), ["*.img.shop.example", "www.shop.example"]);
+    let (owner, property) = store.host_claim("www.shop.example").await.unwrap().unwrap();
+    assert_eq!((owner.name.as_str(), property.name.as_str()), ("acme", "shop"));
+    assert_eq!(store.host_claim("shop.example").await.unwrap(), None);
+
+    // Another customer: not the same pattern, nor one covering or covered by acme's; nothing of it is stored.
+    for hosts in [&["www.shop.example"][..], &["*.shop.example"], &["a.img.shop.example"], &["*.x.img.shop.example"]] {
+        assert!(claimed(create(&globex, "shop", hosts).await), "{hosts:?}");
+    }
+    assert_eq!(store.property(globex.id, "shop").await.unwrap(), None);
+    assert_eq!(store.task(globex.id, "globex-shop").await.unwrap(), None);
+    assert!(store.host_claims(globex.id).await.unwrap().is_empty());
+    // The same account: an overlapping pattern in another property is its own routing; the same one is not.
+    create(&acme, "cdn", &["a.img.shop.example"]).await.unwrap();
+    assert!(claimed(create(&acme, "blog", &["www.shop.example"]).await));
+
+    // An update releases what it no longer lists and claims what it adds, refused like a creation.
+    let event = audit(acme.id, op::CONFIG_UPDATE, Target::property("shop"));
+    let next = version(2, &hosts_config("shop", &["*.img.shop.example", "m.shop.example"]));
+    assert!(
+        store
+            .update_property_config(
+                shop.id,
+                1,
+                &next,
+                &[],
+                &task(acme.id, "u2", "config.deploy", T0, T0, false),
+                &event
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.host_claims(acme.id).await.unwrap(),
+        ["*.img.shop.example", "a.img.shop.example", "m.shop.example"]
+    );
+    create(&globex, "shop", &["www.shop.example"]).await.unwrap();
+    let taken = version(3, &hosts_config("shop", &["*.img.shop.example", "www.shop.example"]));
+    let refused = store
+        .update_property_config(shop.id, 2, &taken, &[], &task(acme.id, "u3", "config.deploy", T0, T0, false), &event)
+        .await;
+    assert!(matches!(refused, Err(StoreError::HostClaimed(_))), "{refused:?}");
+    assert_eq!(
+        store.property(acme.id, "shop").await.unwrap().unwrap().0.version,
+        2,
+        "the refused update stored nothing"
+    );
+
+    // Two customers claiming overlapping patterns at once: one of them gets them all.
+    let racers: Vec<_> = (0..12)
+        .map(|i| {
+            let (c, hosts) = if i % 2 == 0 {
+                (acme.clone(), vec!["*.race.example".to_string()])
+            } else {
+                (globex.clone(), vec![format!("h{i}.race.example")])
+            };
+            let store = store.clone();
+            tokio::spawn(async move {
+                let name = c.name.clone();
+                create_with_hosts(store, c, format!("race-{i}"), hosts).await.is_ok().then_some(name)
+            })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for r in racers {
+        winners.extend(r.await.unwrap());
+    }
+    assert!(!winners.is_empty());
+    assert!(winners.iter().all(|w| *w == winners[0]), "one customer owns race.example: {winners:?}");
+}
+
 fn deploy_task(customer: i64, i: usize) -> TaskRecord {
     task(customer, &format!("cas-{i}"), "config.deploy", T0, T0 + 5000, false)
 }
@@ -533,7 +642,7 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
         };
         ids.push(store.create_purge(&purge, &t, &event).await.unwrap());
     }
-    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    assert_eq!(ids, [1, 2, 3], "numbered per customer");
     let (purge, t) = store.purge(c.id, ids[1]).await.unwrap().unwrap();
     assert_eq!((purge.id, purge.task_id.as_str(), purge.uri_count, t.id.as_str()), (ids[1], "p1", 2, "p1"));
     assert_eq!(store.purge(c.id + 1, ids[1]).await.unwrap(), None);
@@ -560,6 +669,21 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(take(other.id, T0).await, Ok(()), "another customer has its own bucket");
+    // ...and its own transaction numbers, from 1.
+    let t = task(other.id, "g0", "purge", T0, T0 + 5000, false);
+    let purge = PurgeRecord {
+        id: 0,
+        customer_id: other.id,
+        task_id: t.id.clone(),
+        action: "PURGE".into(),
+        uri_count: 1,
+        uris: "[]".into(),
+        username: "gina".into(),
+    };
+    let event = audit(other.id, op::PURGE, Target::purge("PURGE"));
+    assert_eq!(store.create_purge(&purge, &t, &event).await.unwrap(), 1);
+    assert_eq!(store.purge(other.id, 1).await.unwrap().map(|(p, _)| p.task_id), Some("g0".to_string()));
+    assert_eq!(store.purge(c.id, 1).await.unwrap().map(|(p, _)| p.task_id), Some("p0".to_string()));
     assert_eq!(take(c.id, T0 + 250).await, Err(250));
     assert_eq!(take(c.id, T0 + 500).await, Ok(()));
     assert_eq!(take(c.id, T0 + 10_000).await, Ok(()));
@@ -851,7 +975,10 @@ async fn login_throttling_counts(store: Arc<dyn Store>) {
     assert_eq!(s.reserve_login(0, &bob).await.unwrap(), Decision::Proceed { doublings: Some(0) }, "slowed after 3");
     assert!(s.settle_login(0, &bob, Outcome::Failed).await.unwrap().is_empty());
     // Usernames count without regard to case.
-    let verdict = throttle::reserve(s, 0, &key("BOB", "203.0.113.7"), Duration::from_millis(100)).await.unwrap();
+    let verdict =
+        throttle::reserve(s, &throttle::Waits::default(), 0, &key("BOB", "203.0.113.7"), Duration::from_millis(100))
+            .await
+            .unwrap();
     assert_eq!(verdict, Verdict::Proceed(Duration::from_millis(200)));
     s.settle_login(0, &bob, Outcome::Failed).await.unwrap();
     for _ in 0..4 {
@@ -910,15 +1037,18 @@ async fn login_throttling_counts(store: Arc<dyn Store>) {
 
 async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
     // 30 guesses at once for one username from one address: exactly the limit is checked, the rest refused.
+    // Settlements wake the waiting attempts of this process, as the server's do.
     let bob = key("bob", "203.0.113.7");
+    let waits = Arc::new(throttle::Waits::default());
     let guesses: Vec<_> = (0..30)
         .map(|_| {
-            let (store, bob) = (store.clone(), bob.clone());
+            let (store, bob, waits) = (store.clone(), bob.clone(), waits.clone());
             tokio::spawn(async move {
-                match throttle::reserve(store.as_ref(), 0, &bob, Duration::ZERO).await.unwrap() {
+                match throttle::reserve(store.as_ref(), &waits, 0, &bob, Duration::ZERO).await.unwrap() {
                     Verdict::Proceed(_) => {
                         tokio::time::sleep(Duration::from_millis(20)).await;
-                        store.settle_login(0, &bob, Outcome::Failed).await.unwrap();
+                        let locked = store.settle_login(0, &bob, Outcome::Failed).await.unwrap();
+                        waits.settled(&bob, !locked.is_empty());
                         true
                     }
                     Verdict::Refuse { .. } => false,
@@ -931,14 +1061,17 @@ async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
         checked += g.await.unwrap() as usize;
     }
     assert_eq!(checked, throttle::PAIR_LOCK_AFTER as usize);
+    assert_eq!(waits.keys_kept(), 0, "nothing kept once no one waits");
 
     // With the right password they are released: all go through, waiting for pending ones rather than refused.
+    // Each waits on its own, as on replicas of their own: only the back-off finds the settlements.
     let carol = key("carol", "203.0.113.8");
     let logins: Vec<_> = (0..30)
         .map(|_| {
             let (store, carol) = (store.clone(), carol.clone());
             tokio::spawn(async move {
-                let verdict = throttle::reserve(store.as_ref(), 0, &carol, Duration::ZERO).await.unwrap();
+                let waits = throttle::Waits::default();
+                let verdict = throttle::reserve(store.as_ref(), &waits, 0, &carol, Duration::ZERO).await.unwrap();
                 store.settle_login(0, &carol, Outcome::Succeeded).await.unwrap();
                 verdict
             })
@@ -947,6 +1080,44 @@ async fn login_throttling_under_parallel_attempts(store: Arc<dyn Store>) {
     for l in logins {
         assert!(matches!(l.await.unwrap(), Verdict::Proceed(_)));
     }
+}
+
+async fn wrong_codes_are_counted_per_account_whatever_the_address(store: Arc<dyn Store>) {
+    let s = store.as_ref();
+    let with_code = |addr: &str| key("dave", addr).with_code(true);
+    // A wrong password with a code is no guess of the code.
+    assert!(matches!(s.reserve_login(0, &with_code("198.51.100.1")).await.unwrap(), Decision::Proceed { .. }));
+    assert!(s.settle_login(0, &with_code("198.51.100.1"), Outcome::Failed).await.unwrap().is_empty());
+    // Wrong codes, each from its own address: the fifth locks the account's codes, reported once.
+    for i in 1..=throttle::CODE_LOCK_AFTER {
+        let k = with_code(&format!("203.0.113.{i}"));
+        assert!(matches!(s.reserve_login(i.into(), &k).await.unwrap(), Decision::Proceed { .. }), "code {i}");
+        let locks = s.settle_login(i.into(), &k, Outcome::FailedCode).await.unwrap();
+        assert_eq!(locks, if i == throttle::CODE_LOCK_AFTER { vec![Lockout::Codes] } else { vec![] }, "code {i}");
+    }
+    let fresh = with_code("192.0.2.1");
+    assert_eq!(s.reserve_login(1000, &fresh).await.unwrap(), Decision::Refuse { retry_after_secs: 900 });
+    assert_eq!(s.login_decision(1000, &fresh).await.unwrap(), Decision::Refuse { retry_after_secs: 900 });
+    // The password alone is not held back by it.
+    assert!(matches!(s.reserve_login(1000, &key("dave", "192.0.2.1")).await.unwrap(), Decision::Proceed { .. }));
+    s.settle_login(1000, &key("dave", "192.0.2.1"), Outcome::Released).await.unwrap();
+    // Pending code checks count against the limit: with four wrong ones, a second at once waits.
+    let eve = |addr: &str| key("eve", addr).with_code(true);
+    for i in 1..throttle::CODE_LOCK_AFTER {
+        let k = eve(&format!("203.0.113.{i}"));
+        s.reserve_login(0, &k).await.unwrap();
+        s.settle_login(0, &k, Outcome::FailedCode).await.unwrap();
+    }
+    assert!(matches!(s.reserve_login(0, &eve("192.0.2.7")).await.unwrap(), Decision::Proceed { .. }));
+    assert_eq!(s.reserve_login(0, &eve("192.0.2.8")).await.unwrap(), Decision::Wait);
+    assert_eq!(s.login_decision(0, &eve("192.0.2.8")).await.unwrap(), Decision::Wait);
+    s.settle_login(0, &eve("192.0.2.7"), Outcome::Released).await.unwrap();
+    // An administrator's reset forgives them; so does a window without wrong codes.
+    s.forgive_logins("acme", "DAVE").await.unwrap();
+    assert!(matches!(s.reserve_login(1000, &fresh).await.unwrap(), Decision::Proceed { .. }));
+    s.settle_login(1000, &fresh, Outcome::Released).await.unwrap();
+    let later = throttle::WINDOW_MS + 10;
+    assert!(matches!(s.reserve_login(later, &eve("192.0.2.9")).await.unwrap(), Decision::Proceed { .. }));
 }
 
 async fn text_with_nul_is_refused(store: Arc<dyn Store>) {

@@ -177,3 +177,130 @@ async fn ipv6_clients_are_counted_by_their_64() {
     let reply = app.send(login("acme", "alice", PASSWORD).peer("2001:db8:1:2::1").done()).await;
     assert_eq!(reply.status, StatusCode::CREATED, "another /64: {}", reply.body);
 }
+
+async fn seed(app: &TestApp, user: &str, id: &str) -> serde_json::Value {
+    let reply =
+        app.send(req(Method::POST, &format!("/acme/v1/users/{id}/otp/seeds")).basic(user, PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body
+}
+
+fn now(app: &TestApp) -> i64 {
+    use edge_server::clock::Clock;
+    app.clock.now_ms()
+}
+
+/// Pairs two-factor for `user` (id `id`) of acme; returns the secret.
+async fn pair(app: &TestApp, user: &str, id: &str) -> String {
+    use edge_server::otp::{code_at, step_of};
+    let seed = seed(app, user, id).await;
+    let secret = seed["seed"].as_str().unwrap().to_string();
+    let step = step_of(now(app));
+    let body = json!({
+        "seed_id": seed["id"],
+        "first_token": code_at(&secret, step - 1).unwrap(),
+        "second_token": code_at(&secret, step).unwrap(),
+    });
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{id}/otp/pairing")).basic(user, PASSWORD).json(&body).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    secret
+}
+
+/// A code of `secret` that is wrong now (the right one plus one, last digit wrapped).
+fn wrong_code(secret: &str, at_ms: i64) -> String {
+    let right = edge_server::otp::code_at(secret, edge_server::otp::step_of(at_ms)).unwrap();
+    let last = (right.as_bytes()[5] - b'0' + 1) % 10;
+    format!("{}{last}", &right[..5])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wrong_codes_from_many_addresses_lock_the_accounts_code_checks() {
+    use edge_server::otp::{code_at, step_of};
+    let app = Arc::new(TestApp::new().await);
+    let bob = app.add_user("acme", "bob", "operator").await;
+    let secret = pair(&app, "bob", &bob).await;
+    app.advance(30_000);
+    // The review's attack: the right password and a wrong code, 150 times, each from an address of its own,
+    // 50 at once.
+    let mut replies = Vec::new();
+    for batch in 0..3 {
+        let wrong = wrong_code(&secret, now(&app));
+        let attempts = (0..50)
+            .map(|i| {
+                login("acme", "bob", PASSWORD).header("X-OTP-Token", &wrong).peer(&format!("2001:db8:{batch}:{i}::1"))
+            })
+            .collect();
+        replies.extend(all_at_once(&app, attempts).await);
+    }
+    assert_eq!(count(&replies, StatusCode::UNAUTHORIZED), 5, "exactly the limit of codes is checked");
+    assert_eq!(count(&replies, StatusCode::TOO_MANY_REQUESTS), 145);
+    for r in replies.iter().filter(|r| r.status == StatusCode::UNAUTHORIZED) {
+        assert_error(r, StatusCode::UNAUTHORIZED, "otp_invalid");
+    }
+    // Now the right code, from a new address, is held back too, with the time to wait.
+    let right = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply =
+        app.send(login("acme", "bob", PASSWORD).header("X-OTP-Token", &right).peer("198.51.100.77").done()).await;
+    assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+    assert_eq!(reply.headers.get(header::RETRY_AFTER).unwrap(), "900");
+    // The lock is in the audit log, once.
+    let log =
+        app.send(req(Method::GET, "/acme/v1/audit?operation=login.lockout").basic("alice", PASSWORD).done()).await;
+    assert_eq!(log.body["total"], 1, "{}", log.body);
+    assert_eq!(log.body["items"][0]["details"]["scope"], "one-time codes of this username, every address");
+    // The password alone is not held back (it is answered as before: a code is required).
+    let reply = app.send(login("acme", "bob", PASSWORD).peer("198.51.100.78").done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    // Waiting out the window lets the user in.
+    app.advance(15 * 60 * 1000);
+    let right = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply =
+        app.send(login("acme", "bob", PASSWORD).header("X-OTP-Token", &right).peer("198.51.100.77").done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_administrators_password_reset_opens_a_locked_accounts_code_checks() {
+    use edge_server::otp::{code_at, step_of};
+    let app = Arc::new(TestApp::new().await);
+    let bob = app.add_user("acme", "bob", "operator").await;
+    let secret = pair(&app, "bob", &bob).await;
+    for i in 0..5 {
+        app.advance(30_000);
+        let wrong = wrong_code(&secret, now(&app));
+        let reply = app
+            .send(login("acme", "bob", PASSWORD).header("X-OTP-Token", &wrong).peer(&format!("203.0.113.{i}")).done())
+            .await;
+        assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_invalid");
+    }
+    let right = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply =
+        app.send(login("acme", "bob", PASSWORD).header("X-OTP-Token", &right).peer("198.51.100.7").done()).await;
+    assert_error(&reply, StatusCode::TOO_MANY_REQUESTS, "too_many_requests");
+    // The administrator resets bob's password; bob sets a new one from the mailed link and logs in with it.
+    let reply = app
+        .send(req(Method::POST, &format!("/acme/v1/users/{bob}/password/resets")).basic("alice", PASSWORD).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.body);
+    let outbox = app.dir.path().join("data/outbox");
+    let mail =
+        std::fs::read_dir(outbox).unwrap().filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok()).next().unwrap();
+    let token: String =
+        mail[mail.find("token=").unwrap() + 6..].chars().take_while(char::is_ascii_alphanumeric).collect();
+    let new_password = "a brand new passphrase";
+    let reply = app
+        .send(
+            req(Method::PUT, &format!("/acme/v1/password-resets/{token}"))
+                .json(&json!({"password": new_password}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.body);
+    app.advance(30_000);
+    let right = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply =
+        app.send(login("acme", "bob", new_password).header("X-OTP-Token", &right).peer("198.51.100.7").done()).await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+}

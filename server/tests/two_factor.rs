@@ -210,7 +210,8 @@ async fn wrong_codes_are_throttled_like_wrong_passwords() {
     let app = TestApp::new().await;
     let bob = app.add_user("acme", "bob", "viewer").await;
     pair(&app, "bob", &bob).await;
-    for _ in 0..10 {
+    // The account's codes lock first (see throttling.rs for many addresses).
+    for _ in 0..edge_server::throttle::CODE_LOCK_AFTER {
         let reply = app
             .send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000").done())
             .await;
@@ -223,18 +224,18 @@ async fn wrong_codes_are_throttled_like_wrong_passwords() {
 }
 
 /// Only a complete login clears the failure count: the right password alone, for a user with two-factor on,
-/// neither clears it nor counts as a failure, so wrong codes stay limited to ten.
+/// neither clears it nor counts as a failure, so wrong codes stay limited to five.
 #[tokio::test]
 async fn the_password_alone_does_not_reset_the_count_of_wrong_codes() {
     let app = TestApp::new().await;
     let bob = app.add_user("acme", "bob", "viewer").await;
     pair(&app, "bob", &bob).await;
     let wrong_code = || req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).header("X-OTP-Token", "000000");
-    for _ in 0..9 {
+    for _ in 0..edge_server::throttle::CODE_LOCK_AFTER - 1 {
         assert_error(&app.send(wrong_code().done()).await, StatusCode::UNAUTHORIZED, "otp_invalid");
     }
     // The password alone is accepted for reading the user's own two-factor settings, and a login without a code
-    // is asked for one: neither clears the nine failures.
+    // is asked for one: neither clears the four failures.
     let reply = app.send(req(Method::GET, &format!("/acme/v1/users/{bob}/otp")).basic("bob", PASSWORD).done()).await;
     assert_eq!(reply.status, StatusCode::OK);
     let reply = app.send(req(Method::POST, "/acme/v1/sessions").basic("bob", PASSWORD).done()).await;

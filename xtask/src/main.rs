@@ -1,6 +1,7 @@
 //! `cargo xtask serve|test|build`: installs what a fresh machine lacks (skipping what is there), builds the
 //! console and the server, and runs every test.
 
+mod layers;
 mod size;
 mod tools;
 
@@ -39,6 +40,7 @@ const USAGE: &str = "usage:
                                      a realistic request mix against a demo server, and a bare axum handler
                                      for comparison (default 20 s each, 16 connections); with --cluster also
                                      through a load balancer in front of two replicas on PostgreSQL
+  cargo xtask layers                 no module imports one that imports it back (every crate of the workspace)
   cargo xtask fuzz-api [--examples N] [--min-requests N]
                                      schemathesis against every operation of /openapi.json on a demo server
                                      (default 25 examples per operation, at least 2,000 requests)";
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Some("perf-console") => perf_console(),
         Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
+        Some("layers") => layers_command(),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
@@ -221,6 +224,23 @@ fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("CHROMIUM", &tools.chromium);
     cmd
+}
+
+/// `cargo xtask layers`: prints every import cycle between modules; fails when there is one.
+fn layers_command() -> Result<ExitCode> {
+    let mut found = 0;
+    for (dir, root_file) in layers::CRATES {
+        for cycle in layers::cycles(&root().join(dir), root_file)? {
+            found += 1;
+            println!("{dir}: {} → {}", cycle.join(" → "), cycle[0]);
+        }
+    }
+    if found > 0 {
+        println!("xtask layers: {found} import cycle(s)");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!("xtask layers: no import cycle");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
@@ -416,10 +436,11 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
 }
 
 /// The router suites that run a second time on PostgreSQL: every test file of the server but those of the
-/// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability) and those that run on both
+/// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability, faults, openapi_rules) and those that run on both
 /// stores by themselves (store_contract, replicas).
 fn router_suites() -> Result<Vec<String>> {
-    const NOT_AGAIN: [&str; 6] = ["stats", "stats_clickhouse", "ingest", "durability", "store_contract", "replicas"];
+    const NOT_AGAIN: [&str; 8] =
+        ["stats", "stats_clickhouse", "ingest", "durability", "store_contract", "replicas", "faults", "openapi_rules"];
     let mut suites: Vec<String> = std::fs::read_dir(root().join("server/tests"))?
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;

@@ -27,14 +27,19 @@ pub fn router() -> OpenApiRouter<AppState> {
 struct AuditQuery {
     /// Records at or after this time: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (`Z`, `+00:00` and no milliseconds are
     /// accepted too).
+    #[param(max_length = 2048)]
     from: Option<String>,
     /// Records before this time (same format).
+    #[param(max_length = 2048)]
     to: Option<String>,
     /// Who acted: a user id or a username (`system` for the server and its operator).
+    #[param(max_length = 2048)]
     actor: Option<String>,
     /// An operation (`user.create`), or the start of operations up to a dot (`user`, `networklist.entries`).
+    #[param(max_length = 2048)]
     operation: Option<String>,
     /// What was changed: its id (a user or list id, a property name, a transaction id), or `type:id`.
+    #[param(max_length = 2048)]
     target: Option<String>,
     /// Page number, from 1 (default 1).
     page: Option<u64>,
@@ -67,7 +72,7 @@ fn record_body(customer: &Customer, e: AuditEntry) -> AuditRecord {
         Actor::System => AuditActor { kind: "system".into(), id: None, name: "system".into() },
     };
     AuditRecord {
-        id: e.id.to_string(),
+        id: e.id,
         time: iso_ms(ev.time_ms),
         customer: customer.name.clone(),
         actor,

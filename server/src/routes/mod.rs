@@ -135,13 +135,25 @@ pub fn openapi_document() -> openapi::OpenApi {
 /// vocabulary of each statistics path. Clients and contract fuzzers then know what a valid request is.
 fn tighten_parameters(path: &str, op: &mut openapi::path::Operation) {
     for param in op.parameters.iter_mut().flatten() {
-        let schema = match (param.parameter_in.clone(), param.name.as_str()) {
-            (ParameterIn::Query, "page") => Some(integer(1, None)),
-            (ParameterIn::Query, "count") => Some(integer(1, Some(paging::MAX_COUNT))),
-            _ => stats::parameter_schema(path, &param.name),
-        };
-        if let Some(schema) = schema {
-            param.schema = Some(schema.into());
+        match (param.parameter_in.clone(), param.name.as_str()) {
+            (ParameterIn::Query, "page") => param.schema = Some(integer(1, None).into()),
+            (ParameterIn::Query, "count") => param.schema = Some(integer(1, Some(paging::MAX_COUNT)).into()),
+            // An entity tag as GET gave it; `*` and an empty value are answered 428.
+            (ParameterIn::Header, "If-Match") => {
+                param.schema = Some(
+                    openapi::ObjectBuilder::new()
+                        .schema_type(openapi::schema::Type::String)
+                        .pattern(Some("^(?:W/)?\"[!#-~]+\"$"))
+                        .into(),
+                )
+            }
+            _ => {
+                if let Some(rule) = stats::parameter_rule(path, &param.name) {
+                    param.schema = Some(rule.schema.into());
+                    param.required = if rule.required { openapi::Required::True } else { openapi::Required::False };
+                    param.description = Some(rule.description);
+                }
+            }
         }
     }
 }

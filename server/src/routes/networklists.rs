@@ -7,8 +7,9 @@ use axum::{
 };
 use edge_api::{
     AddEntriesResult, EntryInput, EntryPage, EntryRef, ErrorBody, MAX_ENTRIES_PER_CALL, MAX_ENTRIES_PER_LIST,
-    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, PageInfo, Task, normalize_entry,
-    paths,
+    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, PageInfo, Task,
+    limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, over_chars},
+    normalize_entry, paths,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -114,10 +115,21 @@ fn entry_records(caller: &Caller, values: Vec<String>, now: i64) -> Vec<EntryRec
 }
 
 fn check_name(name: &str) -> AppResult<()> {
-    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+    if name.trim().is_empty() || over_chars(name, MAX_NAME_CHARS) || name.chars().any(char::is_control) {
         return Err(AppError::bad_request(
             "invalid_network_list",
-            "name: 1 to 200 characters, without control characters.",
+            format!("name: 1 to {MAX_NAME_CHARS} characters, without control characters."),
+        ));
+    }
+    Ok(())
+}
+
+/// Every listing carries the description, so it is bounded before anything is stored.
+fn check_description(description: &str) -> AppResult<()> {
+    if over_chars(description, MAX_DESCRIPTION_CHARS) {
+        return Err(AppError::bad_request(
+            "invalid_network_list",
+            format!("description: at most {MAX_DESCRIPTION_CHARS} characters."),
         ));
     }
     Ok(())
@@ -200,7 +212,7 @@ async fn list_lists(
 /// Create a network list, optionally with its first entries.
 #[utoipa::path(
     post, path = "/config/networklists", tag = "network lists",
-    request_body = NewNetworkList,
+    request_body = edge_api::schema::NewNetworkListSchema,
     responses(
         (status = 201, description = "The new list, with its entries; its deployment is a task", body = NetworkList),
         (status = 400, description = "Invalid name or type (`invalid_network_list`), invalid entries (`invalid_entries`, each in details) or too many (`limit_exceeded`)", body = ErrorBody),
@@ -214,6 +226,7 @@ async fn create_list(
     Json(input): Json<NewNetworkList>,
 ) -> AppResult<Response> {
     check_name(&input.name)?;
+    check_description(&input.description)?;
     if !["IP", "GEO"].contains(&input.list_type.as_str()) {
         return Err(AppError::bad_request(
             "invalid_network_list",
@@ -305,6 +318,9 @@ async fn update_list(
 ) -> AppResult<axum::Json<NetworkList>> {
     if let Some(name) = &u.name {
         check_name(name)?;
+    }
+    if let Some(description) = &u.description {
+        check_description(description)?;
     }
     let update = store::NetworkListUpdate {
         name: u.name.map(|n| n.trim().to_string()),
@@ -447,6 +463,7 @@ struct EntryQuery {
     /// Entries per page (default 100, at most 1000).
     count: Option<u64>,
     /// Only entries containing this text (beyond the original API).
+    #[param(max_length = 2048)]
     q: Option<String>,
 }
 

@@ -69,7 +69,7 @@ async fn get_password(
         ("user_id" = String, Path, description = "User id (the caller's own)"),
         ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required when the user has two-factor on"),
     ),
-    request_body = Password,
+    request_body = edge_api::schema::PasswordChangeSchema,
     responses(
         (status = 200, description = "Changed; the answer's password is empty", body = Password),
         (status = 400, description = "Invalid JSON, or the password breaks the policy (`password_policy`): at least 12 characters, not the username", body = ErrorBody),
@@ -153,6 +153,11 @@ async fn reset_password(
     let audit = AuditEvent::by(&caller, now, op::PASSWORD_RESET, Target::user(&user)).detail("mailed_to", to);
     if !state.store.reset_password(&reset, &audit).await? {
         return Err(AppError::NotFound("user"));
+    }
+    // The old password no longer works, so whoever guessed codes with it is shut out: the account's code
+    // checks (locked after wrong codes from anywhere) are open again to the user who sets the new one.
+    if let Err(e) = state.store.forgive_logins(&caller.customer.name, &user.username).await {
+        tracing::warn!(error = %e, "forgetting the failed logins of a reset user failed");
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,6 +14,7 @@ use edge_api::{
         Change, ConfigDocument, ConfigVersion, HostPattern, MAX_NODES, NewProperty, PropertyConfig, PropertySummary,
         ReadOnly, UpdatePropertyModel, diff, is_valid_property_name,
     },
+    limits::{MAX_COMMENT_CHARS, over_chars},
     paths,
 };
 use serde::Deserialize;
@@ -26,7 +27,10 @@ use crate::{
     audit::{Target, op},
     auth::Caller,
     clock::iso_ms,
-    config::{Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, stamp_new, unknown_readonly_parts},
+    config::{
+        Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, public_suffix_problems, stamp_new,
+        unknown_readonly_parts,
+    },
     error::{AppError, AppResult},
     extract::{Json, Query},
     store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord},
@@ -171,7 +175,7 @@ async fn list_properties(
         (status = 400, description = "Invalid name or host patterns (`invalid_config`)", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "The caller's role may not change configurations", body = ErrorBody),
-        (status = 409, description = "A property of this name exists", body = ErrorBody),
+        (status = 409, description = "A property of this name exists (`conflict`), or a host pattern is claimed by another property or overlaps another account's (`host_claimed`)", body = ErrorBody),
     )
 )]
 async fn create_property(
@@ -207,7 +211,8 @@ async fn create_property(
         cache_rules: Vec::new(),
         security: Default::default(),
     };
-    let problems = edge_api::config::validate(&config, &|_| false);
+    let mut problems = edge_api::config::validate(&config, &|_| false);
+    problems.extend(public_suffix_problems(&config));
     if !problems.is_empty() {
         return Err(AppError::BadRequest {
             kind: "invalid_config",
@@ -269,7 +274,7 @@ async fn get_config(
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "The caller's role may not change configurations", body = ErrorBody),
         (status = 404, description = "No such property", body = ErrorBody),
-        (status = 409, description = "The etag is stale: someone else updated meanwhile (`stale_etag`); the current etag is in the ETag header", body = ErrorBody),
+        (status = 409, description = "The etag is stale: someone else updated meanwhile (`stale_etag`); the current etag is in the ETag header. Or a host pattern is claimed by another property or overlaps another account's (`host_claimed`)", body = ErrorBody),
         (status = 428, description = "No If-Match header (`precondition_required`)", body = ErrorBody),
     )
 )]
@@ -280,6 +285,12 @@ async fn put_config(
     headers: HeaderMap,
     Json(update): Json<UpdatePropertyModel>,
 ) -> AppResult<Response> {
+    if over_chars(&update.comment, MAX_COMMENT_CHARS) {
+        return Err(AppError::bad_request(
+            "invalid_config",
+            format!("comment: at most {MAX_COMMENT_CHARS} characters (every version keeps its comment)."),
+        ));
+    }
     let (property, current) = find(&state, &caller, &p.property_name).await?;
     let if_match = headers.get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::trim);
     let Some(if_match) = if_match.filter(|v| !v.is_empty() && *v != "*") else {
@@ -332,6 +343,10 @@ async fn put_config(
         let stamp = Stamp { author: &author, now: &now };
         let next =
             apply_update(&existing, next, &stamp, &|id| lists.contains(id), &|r| earlier.get(&r.key) == Some(r))?;
+        let public_suffixes = public_suffix_problems(&next);
+        if !public_suffixes.is_empty() {
+            return Err(public_suffixes);
+        }
         let new_nodes = new_readonly_parts(Some(&existing), &next);
         Ok((next, new_nodes))
     })

@@ -10,7 +10,7 @@ use axum::{
 };
 use edge_api::{
     PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
-    TransactionStatus, TransactionSummary, config::PropertyConfig, paths, uri_problems,
+    TransactionStatus, TransactionSummary, paths, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -63,22 +63,17 @@ fn internal(e: impl Into<AppError>) -> Response {
     fail(StatusCode::SERVICE_UNAVAILABLE, 503, "The service failed to handle the purge; try again.", vec![])
 }
 
-/// The host patterns of all the customer's properties.
+/// The host patterns the customer's properties claim: only those may be purged (another customer's hosts, or a
+/// pattern a property lists without owning it, may not).
 async fn host_patterns(state: &AppState, caller: &Caller) -> Result<Vec<String>, AppError> {
-    let mut patterns = Vec::new();
-    for (_, current) in state.store.properties(caller.customer.id).await? {
-        if let Ok(config) = serde_json::from_str::<PropertyConfig>(&current.config) {
-            patterns.extend(config.host_patterns.into_iter().map(|h| h.pattern));
-        }
-    }
-    Ok(patterns)
+    Ok(state.store.host_claims(caller.customer.id).await?)
 }
 
 /// Submit a purge (or expiry) of cached content. Answers 303 See Other with the transaction's address; its
 /// progress is at GET /transactions/{transaction_id}. At most 2 requests per second per customer.
 #[utoipa::path(
     post, path = "/cache/purge", tag = "purge",
-    request_body(content = PurgeRequest, content_type = "application/json"),
+    request_body(content = edge_api::schema::PurgeRequestSchema, content_type = "application/json"),
     responses(
         (status = 303, description = "Submitted: `code` 201; Location is the transaction status", body = PurgeResponse),
         (status = 400, description = "Malformed JSON or a validation failure (`code` 400, every problem in details)", body = PurgeError),

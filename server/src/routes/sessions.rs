@@ -129,10 +129,10 @@ async fn create_session(State(state): State<AppState>, path: PathCustomer, heade
         username: &username,
         password: &password,
         addr: path.addr,
+        token: headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok()),
     };
     let (customer, user) = login.check(&state).await?;
-    let token = headers.get(paths::OTP_HEADER).and_then(|v| v.to_str().ok());
-    login.finish(&state, &user, token, true).await?;
+    login.finish(&state, &user, true).await?;
     let session_id = auth::new_session_id();
     let now = state.clock.now_ms();
     let record = SessionRecord {
@@ -235,9 +235,13 @@ async fn get_current_session(
     Ok((StatusCode::CREATED, axum::Json(session_body(&caller.customer, &session_id, &session))).into_response())
 }
 
-/// The caller and its session id, when a session authenticated the request; 404 otherwise.
+/// The caller and its session id, when a session authenticated the request; 404 otherwise. A failure of storage
+/// stays what it is (503): a client that takes 404 for "logged out" must not sign its user out during a fault.
 fn current(caller: Result<Caller, AppError>, headers: &HeaderMap) -> AppResult<(Caller, String)> {
-    let caller = caller.map_err(|_| AppError::NotFound("session"))?;
+    let caller = caller.map_err(|e| match e {
+        AppError::Unavailable { .. } | AppError::Internal(_) => e,
+        _ => AppError::NotFound("session"),
+    })?;
     match (&caller.session, auth::session_cookie(headers)) {
         (Some(_), Some(id)) => Ok((caller, id)),
         _ => Err(AppError::NotFound("session")),
@@ -326,8 +330,9 @@ async fn put_session(
     Path(p): Path<SessionPath>,
     body: Bytes,
 ) -> AppResult<Response> {
+    // As documented: no body, `null`, or a session model.
     if !body.iter().all(u8::is_ascii_whitespace) {
-        serde_json::from_slice::<SessionModel>(&body).map_err(|e| AppError::BadRequest {
+        serde_json::from_slice::<Option<SessionModel>>(&body).map_err(|e| AppError::BadRequest {
             kind: "invalid_json",
             message: "The request body is not a valid session model.".into(),
             details: vec![e.to_string()],

@@ -49,38 +49,134 @@ fn families_of_path(path: &str) -> Vec<Family> {
     prefixes.into_iter().find(|(p, _)| rest.starts_with(p)).map(|(_, f)| f).unwrap_or_default()
 }
 
-/// The schema of a statistics parameter, for the OpenAPI document: the categories, granularities,
-/// dimensions and metrics each path accepts, and the time format.
-pub fn parameter_schema(path: &str, name: &str) -> Option<openapi::Object> {
+/// A statistics time as `parse_time` accepts it: a real calendar date (leap years included) and time of day,
+/// fractional seconds optional, no time-zone designator.
+const TIME_PATTERN: &str = concat!(
+    "^(?:[0-9]{4}-(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])",
+    "|[0-9]{4}-(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)",
+    "|[0-9]{4}-02-(?:0[1-9]|1[0-9]|2[0-8])",
+    "|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)",
+    "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?$"
+);
+
+/// What the OpenAPI document says of one statistics parameter: its schema, whether it is required, and the
+/// rules across parameters that a schema cannot state (the validator in `edge_api::stats::validate` checks them).
+pub struct ParameterRule {
+    pub schema: openapi::Object,
+    pub required: bool,
+    pub description: String,
+}
+
+/// The rule of a statistics parameter on `path`: the categories, granularities, dimensions and metrics each
+/// path accepts, the time format, the filter grammar, which parameters each family requires, and in words
+/// what relates them. None for other paths and parameters.
+pub fn parameter_rule(path: &str, name: &str) -> Option<ParameterRule> {
     let families = families_of_path(path);
-    if families.is_empty() {
-        return None;
-    }
+    let family = *families.first()?;
+    let topk = matches!(family, Family::WafTopK(_) | Family::ShapingTopK(_));
+    let trends = matches!(family, Family::Delivery | Family::WafTrends | Family::RequestTrends | Family::ShapingTrends);
     let list_of = |names: Vec<&str>, signed: bool| {
         let one = format!("{}({})", if signed { "-?" } else { "" }, names.join("|"));
         text().pattern(Some(format!("^{one}(,{one})*$"))).build()
     };
     let dims = sorted_unique(families.iter().flat_map(|f| f.dimensions()));
     let metrics = sorted_unique(families.iter().flat_map(|f| f.metrics()));
-    Some(match name {
+    let rule = |mut schema: openapi::Object, required: bool, description: &str| {
+        // A query value is at most MAX_QUERY_VALUE_BYTES bytes: this many characters are that many bytes.
+        if schema.enum_values.is_none() {
+            schema.max_length = Some(edge_api::limits::MAX_QUERY_VALUE_BYTES / 4);
+        }
+        Some(ParameterRule { schema, required, description: description.to_string() })
+    };
+    match name {
         "category" => {
             let categories = families.iter().filter_map(|f| match f {
                 Family::WafTopK(c) | Family::ShapingTopK(c) => Some(*c),
                 Family::TopKUrl => Some("url"),
                 _ => None,
             });
-            text().enum_values(Some(sorted_unique(categories))).build()
+            rule(text().enum_values(Some(sorted_unique(categories))).build(), true, "The category.")
         }
-        "granularity" => text().enum_values(Some(Granularity::ALL.map(Granularity::as_str))).build(),
-        "starttime" | "startime" | "endtime" => {
-            text().pattern(Some(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?$")).build()
+        "granularity" if trends => rule(
+            text().enum_values(Some(Granularity::ALL.map(Granularity::as_str))).build(),
+            true,
+            "`day`, `hour` or `5minute`. 5-minute data is kept for one week and hourly data for 31 days: starttime \
+             must not be earlier (use a coarser granularity for older spans).",
+        ),
+        "granularity" if family == Family::TopKUrl => {
+            rule(text().enum_values(Some(vec!["day"])).build(), false, "`day`, the only granularity of this report.")
         }
-        "start" | "limit" => text().pattern(Some("^[0-9]{1,9}$")).build(),
-        "dimensions" if !dims.is_empty() => list_of(dims, false),
-        "metrics" if !metrics.is_empty() => list_of(metrics, false),
-        "sortby" => list_of([dims, metrics, vec!["starttime", "endtime"]].concat(), true),
-        _ => return None,
-    })
+        "granularity" => rule(text().build(), false, "Ignored: this report has no granularity."),
+        "starttime" => rule(
+            text().pattern(Some(TIME_PATTERN)).build(),
+            false,
+            "Start, UTC without a time-zone designator: `2026-11-22T10:00:00`. Required, as starttime or startime \
+             (not both); earlier than endtime.",
+        ),
+        "startime" => rule(
+            text().pattern(Some(TIME_PATTERN)).build(),
+            false,
+            "The same as starttime (the misspelling of some request templates); give one of the two, not both.",
+        ),
+        "endtime" => rule(
+            text().pattern(Some(TIME_PATTERN)).build(),
+            true,
+            "End (exclusive), UTC without a time-zone designator; later than the start.",
+        ),
+        "start" => rule(text().pattern(Some("^[0-9]{1,9}$")).build(), false, "Zero-based index of the first row."),
+        "limit" if topk => rule(
+            text().pattern(Some("^[0-9]{1,9}$")).build(),
+            false,
+            "Top values to return (default 20, at most 1000; larger values are taken as 1000).",
+        ),
+        "limit" => rule(text().pattern(Some("^[0-9]{1,9}$")).build(), false, "Rows to return."),
+        "dimensions" if family == Family::Events => rule(
+            list_of(dims, false),
+            true,
+            "Comma-separated event fields, each once (event_timestamp_ms is always the first column).",
+        ),
+        "dimensions" => rule(
+            list_of(dims, false),
+            false,
+            "Comma-separated dimensions, each once, that form one of the grouping sets the groupings operation \
+             lists (for the granularity of the query, in any order); none for the totals.",
+        ),
+        "metrics" if trends => rule(list_of(metrics, false), true, "Comma-separated metrics (at least one)."),
+        "metrics" => rule(list_of(metrics, false), false, "Comma-separated metrics (default and only one: hits)."),
+        "filters" => rule(
+            text().pattern(Some(filter_pattern(&families))).build(),
+            false,
+            "`dim==v,dim!=w` (OR) or `dim==v;dim!=w` (AND), not both separators in one expression; `\\` escapes \
+             `,` `;` `\\`. The integer dimensions (status codes, cache statuses, scheme, ASN) take integers.",
+        ),
+        "sortby" if topk || family == Family::TopKUrl => {
+            rule(list_of([dims, metrics].concat(), true), false, "Ignored: top values are sorted by hits.")
+        }
+        "sortby" => rule(
+            list_of([dims, metrics, vec!["starttime", "endtime"]].concat(), true),
+            false,
+            "Comma-separated fields of the query (its dimensions and metrics, and starttime/endtime when it has a \
+             granularity), `-` for descending.",
+        ),
+        _ => None,
+    }
+}
+
+/// The grammar of `filters` for the dimensions of `families`: conditions joined by `,` or by `;`, the integer
+/// dimensions with integer values, every other value any text with `\` escaping `,` `;` `\`.
+fn filter_pattern(families: &[Family]) -> String {
+    let dims = sorted_unique(families.iter().flat_map(|f| f.dimensions()));
+    let (integers, texts): (Vec<&str>, Vec<&str>) =
+        dims.into_iter().partition(|d| stats::INTEGER_DIMENSIONS.contains(d));
+    let mut alternatives = Vec::new();
+    if !integers.is_empty() {
+        alternatives.push(format!(" *(?:{}) *(?:==|!=) *[+-]?[0-9]{{1,18}} *", integers.join("|")));
+    }
+    if !texts.is_empty() {
+        alternatives.push(format!(" *(?:{}) *(?:==|!=)(?:[^,;\\\\]|\\\\[\\s\\S])*", texts.join("|")));
+    }
+    let condition = format!("(?:{})", alternatives.join("|"));
+    format!("^(?:{condition}(?:,{condition})*|{condition}(?:;{condition})*)?$")
 }
 
 fn sorted_unique(names: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {

@@ -34,6 +34,7 @@ struct TaskQuery {
     /// `QUEUED`, `RUNNING`, `COMPLETED` or `FAILED`.
     status: Option<String>,
     /// `networklist.deploy`, `config.deploy` or `purge`.
+    #[param(max_length = 2048)]
     operation: Option<String>,
 }
 

@@ -6,7 +6,11 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use edge_api::{ErrorBody, Link, User, UserInput, UserPage, paths};
+use edge_api::{
+    ErrorBody, Link, User, UserInput, UserPage,
+    limits::{MAX_NAME_CHARS, MAX_PHONE_CHARS, over_chars},
+    paths,
+};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -40,6 +44,7 @@ struct UserListQuery {
     /// Users per page (default 100, at most 1000).
     count: Option<u64>,
     /// Only users whose username or full name contains this text (case-insensitive).
+    #[param(max_length = 2048)]
     q: Option<String>,
 }
 
@@ -72,9 +77,9 @@ pub async fn find_user(state: &AppState, customer: &Customer, id: &str) -> AppRe
 fn detail_problems(full_name: Option<&str>, email: Option<&str>, phone: Option<&str>) -> Vec<String> {
     let mut problems = Vec::new();
     if let Some(name) = full_name
-        && (name.chars().count() > 200 || name.chars().any(char::is_control))
+        && (over_chars(name, MAX_NAME_CHARS) || name.chars().any(char::is_control))
     {
-        problems.push("full_name: at most 200 characters, without control characters.".to_string());
+        problems.push(format!("full_name: at most {MAX_NAME_CHARS} characters, without control characters."));
     }
     if let Some(email) = email.filter(|e| !e.is_empty())
         && !is_email(email)
@@ -82,10 +87,10 @@ fn detail_problems(full_name: Option<&str>, email: Option<&str>, phone: Option<&
         problems.push(format!("email: {email:?} is not an e-mail address."));
     }
     if let Some(phone) = phone.filter(|p| !p.is_empty())
-        && !is_phone(phone)
+        && (over_chars(phone, MAX_PHONE_CHARS) || !is_phone(phone))
     {
         problems.push(format!(
-            "phone_number: {phone:?} is not a phone number (digits, spaces, '-', '(', ')', an optional leading '+'; 5 to 15 digits)."
+            "phone_number: {phone:?} is not a phone number (digits, spaces, '-', '(', ')', an optional leading '+'; 5 to 15 digits; at most {MAX_PHONE_CHARS} characters)."
         ));
     }
     problems
@@ -176,7 +181,7 @@ pub fn url_encode(s: &str) -> String {
 /// another registered source, a remote user of which only the role association is held.
 #[utoipa::path(
     post, path = "/users", tag = "users",
-    request_body = UserInput,
+    request_body = edge_api::schema::NewUserSchema,
     responses(
         (status = 201, description = "The user was created", body = User),
         (status = 400, description = "Invalid user (`invalid_user`, with every problem in details), username taken (`username_taken`), unknown source (`unknown_source`) or password policy (`password_policy`)", body = ErrorBody),
@@ -291,7 +296,7 @@ async fn get_user(
 #[utoipa::path(
     put, path = "/users/{user_id}", tag = "users",
     params(("user_id" = String, Path, description = "User id")),
-    request_body = UserInput,
+    request_body = edge_api::schema::UserUpdateSchema,
     responses(
         (status = 200, description = "The updated user", body = User),
         (status = 400, description = "Invalid change (`invalid_user` with details, `username_taken`)", body = ErrorBody),

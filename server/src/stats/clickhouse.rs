@@ -119,6 +119,9 @@ impl Drop for ClickHouseEngine {
 }
 
 /// Why a request to ClickHouse failed.
+/// How long a readiness probe waits for ClickHouse.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
+
 enum Failure {
     /// It could not be reached, or did not answer in time: worth retrying later.
     Unavailable(String),
@@ -947,6 +950,24 @@ impl StatsEngine for ClickHouseEngine {
 
     fn log_bytes(&self) -> u64 {
         0
+    }
+
+    /// ClickHouse answers a trivial query within the readiness timeout (an engine in another process: killed,
+    /// stopped or out of reach makes this replica not ready).
+    fn ready(&self) -> anyhow::Result<()> {
+        let query = self.client.query("SELECT toUInt64(1)");
+        // Well within /readyz's own wait, so that checks every second never pile up blocked threads.
+        let probe = async move {
+            match tokio::time::timeout(READY_TIMEOUT, query.fetch_one::<u64>()).await {
+                Ok(answer) => answer.map_err(Failure::from),
+                Err(_) => Err(Failure::Unavailable(format!("no answer within {READY_TIMEOUT:?}"))),
+            }
+        };
+        match self.block_failure(probe) {
+            Ok(_) => Ok(()),
+            Err(Failure::Unavailable(m)) => anyhow::bail!("ClickHouse does not answer: {m}"),
+            Err(Failure::Internal(e)) => Err(e.context("ClickHouse does not answer")),
+        }
     }
 
     fn footprint(&self) -> Footprint {

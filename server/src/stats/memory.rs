@@ -541,6 +541,9 @@ fn decode_security_rows(mut d: Dec, count: u32) -> anyhow::Result<SecurityBatch>
     Ok(SecurityBatch::from_records(&records))
 }
 
+/// Free space a snapshot needs beyond the engine's size in memory (which it does not exceed).
+const SNAPSHOT_SPARE_BYTES: u64 = 16 << 20;
+
 impl MemoryEngine {
     /// Opens the engine in `<data_dir>/stats` with no limit but its own (benchmarks, tests): loads the
     /// snapshot and replays the log after it.
@@ -553,6 +556,9 @@ impl MemoryEngine {
     pub fn open_with(data_dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> anyhow::Result<Self> {
         let dir = data_dir.join("stats");
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // A snapshot cut off while being written (the disk filled, the process died) is of no use: the log
+        // still holds what it would have held.
+        let _ = fs::remove_file(dir.join("snapshot.tmp"));
         let specs = all_specs();
         let mut tenants = HashMap::new();
         let mut applied = 0;
@@ -586,6 +592,25 @@ impl MemoryEngine {
         file.sync_all()?;
         engine.log = Log::open(wal_path, seq.max(applied), valid_len)?;
         Ok(engine)
+    }
+
+    /// Writes every tenant, as of log sequence `seq`, to `path` and syncs it.
+    fn write_snapshot(&self, path: &Path, seq: u64) -> anyhow::Result<()> {
+        let file = File::create(path)?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let tenants = self.tenants.read().unwrap_or_else(|e| e.into_inner());
+        let mut head = Enc(Vec::new());
+        head.u32(SNAPSHOT_MAGIC);
+        head.u64(seq);
+        head.u32(self.specs.len() as u32);
+        head.u32(tenants.len() as u32);
+        w.write_all(&head.0)?;
+        for (id, t) in tenants.iter() {
+            write_tenant(&mut w, *id, t)?;
+        }
+        w.flush()?;
+        w.get_ref().sync_all()?;
+        Ok(())
     }
 
     /// Applies the log's batches after `applied`; returns the last sequence number and the length of the valid
@@ -1610,24 +1635,26 @@ impl StatsEngine for MemoryEngine {
     }
 
     fn checkpoint(&self) -> anyhow::Result<()> {
+        // A snapshot is written beside the one it replaces: without room for it, keep the log (nothing is lost,
+        // the next start replays it) rather than fill the disk that the state and the log need.
+        let needed = self.footprint().bytes + SNAPSHOT_SPARE_BYTES;
+        if let Some(free) = crate::web::free_bytes(&self.dir)
+            && free < needed
+        {
+            tracing::warn!(
+                free_mib = free >> 20,
+                needed_mib = needed >> 20,
+                dir = %self.dir.display(),
+                "not enough free space for a statistics snapshot: skipped, the log is kept"
+            );
+            return Ok(());
+        }
         // Every batch logged so far is applied once this is held, and no other is logged.
         let quiet = self.log.quiesce();
         let tmp = self.dir.join("snapshot.tmp");
-        {
-            let file = File::create(&tmp)?;
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            let tenants = self.tenants.read().unwrap_or_else(|e| e.into_inner());
-            let mut head = Enc(Vec::new());
-            head.u32(SNAPSHOT_MAGIC);
-            head.u64(quiet.seq());
-            head.u32(self.specs.len() as u32);
-            head.u32(tenants.len() as u32);
-            w.write_all(&head.0)?;
-            for (id, t) in tenants.iter() {
-                write_tenant(&mut w, *id, t)?;
-            }
-            w.flush()?;
-            w.get_ref().sync_all()?;
+        if let Err(e) = self.write_snapshot(&tmp, quiet.seq()) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e.context(format!("writing {}", tmp.display())));
         }
         fs::rename(&tmp, self.dir.join("snapshot.bin"))?;
         File::open(&self.dir)?.sync_all()?;

@@ -289,7 +289,8 @@ pub struct AuditEvent {
 /// A stored audit record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
-    pub id: i64,
+    /// Random (16 hex digits); records from before migration 0009 keep their number.
+    pub id: String,
     pub event: AuditEvent,
     /// Its target still exists (users, properties, network lists, purges, identity sources, the account).
     pub target_exists: bool,
@@ -320,6 +321,10 @@ pub enum StoreError {
     /// The change would leave the customer without an enabled administrator.
     #[error("the last administrator")]
     LastAdmin,
+    /// A host pattern is claimed by another property (of this customer or another) or overlaps another
+    /// customer's; nothing was written. The text names the pattern, never the other customer.
+    #[error("{0}")]
+    HostClaimed(String),
     /// A limit would be exceeded; nothing was written.
     #[error("{0}")]
     Limit(String),
@@ -329,6 +334,10 @@ pub enum StoreError {
     /// The database cannot be reached (or is too busy) now; nothing was written. It may answer again soon.
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
+    /// The storage under the database refuses to write (disk full, read-only file system, I/O error); nothing
+    /// was written. It works again once the cause is gone, without a restart.
+    #[error("storage is unavailable: {0}")]
+    Storage(String),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -338,6 +347,7 @@ impl From<sqlx::Error> for StoreError {
         match e {
             sqlx::Error::Encode(cause) if cause.is::<db::NulInText>() => StoreError::Invalid(cause.to_string()),
             e if unavailable(&e) => StoreError::Unavailable(e.to_string()),
+            e if storage_failure(&e) => StoreError::Storage(e.to_string()),
             e => StoreError::Other(e.into()),
         }
     }
@@ -367,6 +377,24 @@ fn unavailable(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether an error says the storage refuses to write for now: SQLite's SQLITE_FULL, SQLITE_READONLY,
+/// SQLITE_IOERR and SQLITE_CANTOPEN (with their extended codes), PostgreSQL's disk full (53100), out of
+/// memory (53200) and read-only transaction (25006); and a pooled connection left inside a transaction by a
+/// failed commit (sqlx refuses to begin on it; the pools now close such connections on release: `sqlite::open`).
+fn storage_failure(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::InvalidSavePointStatement | sqlx::Error::BeginFailed => true,
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            match code.parse::<i64>() {
+                Ok(sqlite) => matches!(sqlite & 0xff, 8 | 10 | 13 | 14),
+                Err(_) => matches!(&*code, "53100" | "53200" | "25006"),
+            }
+        }
+        _ => false,
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 #[async_trait]
@@ -375,6 +403,9 @@ pub trait Store: Send + Sync + 'static {
     fn kind(&self) -> &'static str;
     /// Answers when the database does (for readiness checks).
     async fn ping(&self) -> StoreResult<()>;
+    /// Writes a row of `server`'s (one small transaction): whether the database takes writes now, for readiness
+    /// checks (a full or read-only disk still answers reads).
+    async fn probe_write(&self, server: &str, now_ms: i64) -> StoreResult<()>;
 
     async fn customer_count(&self) -> StoreResult<u64>;
     /// Creates a customer and its first users in one transaction: all of them or nothing. The audit record is
@@ -479,7 +510,10 @@ pub trait Store: Send + Sync + 'static {
         name: &str,
     ) -> StoreResult<Option<(PropertyRecord, ConfigVersionRecord)>>;
     /// Creates a property with its first configuration (version 1) and its deployment task; `nodes` are the
-    /// read-only parts of its nodes (see [`Store::property_nodes`]).
+    /// read-only parts of its nodes (see [`Store::property_nodes`]). The configuration's host patterns become
+    /// the property's claims in the same transaction: [`StoreError::HostClaimed`] (and nothing stored) when
+    /// another property of the customer claims one of them, or another customer the same or an overlapping
+    /// pattern (`*.example.com` overlaps `a.example.com`).
     async fn create_property(
         &self,
         customer: CustomerId,
@@ -491,7 +525,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<PropertyRecord>;
     /// Stores `next` as the property's new current configuration if the current version is still
     /// `expected_version` (compare and swap), with its deployment task and the read-only parts of its new
-    /// nodes. False when another update came first.
+    /// nodes, and its host patterns as the property's claims (released when no longer listed; refused as for
+    /// [`Store::create_property`]). False when another update came first.
     async fn update_property_config(
         &self,
         property_id: i64,
@@ -509,7 +544,13 @@ pub trait Store: Send + Sync + 'static {
     /// The newest version whose content has this hash (see [`crate::config::content_hash`]), if any.
     async fn config_version_with_content(&self, property_id: i64, content_hash: &str) -> StoreResult<Option<u64>>;
 
-    /// Stores a purge with its task; returns the transaction id, which is also the audit record's target id.
+    /// The host patterns the customer's properties claim (see [`Store::create_property`]), in order.
+    async fn host_claims(&self, customer: CustomerId) -> StoreResult<Vec<String>>;
+    /// Who claims a host pattern: the customer and its property.
+    async fn host_claim(&self, pattern: &str) -> StoreResult<Option<(Customer, PropertyRecord)>>;
+
+    /// Stores a purge with its task; returns the transaction id — the customer's next number, from 1, so it
+    /// tells nothing of other customers — which is also the audit record's target id.
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64>;
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>>;
     /// The newest purges first.
@@ -623,10 +664,18 @@ pub trait Store: Send + Sync + 'static {
     /// Login throttling (see [`crate::throttle`]): decides on an attempt from the counts of its keys and, when
     /// it may go on, counts it as pending and makes it the keys' latest activity, in one step.
     async fn reserve_login(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision>;
-    /// Settles an attempt counted by [`Store::reserve_login`]: a failure is counted on each key (returning the
-    /// locks it brings about, each reported once per window), a success clears the username's failures (from
-    /// this address and from anywhere), a released attempt is only taken back.
+    /// Settles an attempt counted by [`Store::reserve_login`]: a failure is counted on each key (a wrong
+    /// password not under the account's codes; returning the locks it brings about, each reported once per
+    /// window), a success clears the username's failures (from this address, from anywhere, and of its codes), a
+    /// released attempt is only taken back.
     async fn settle_login(&self, now_ms: i64, key: &LoginKey, outcome: Outcome) -> StoreResult<Vec<Lockout>>;
+    /// What [`Store::reserve_login`] would decide now, read without reserving anything or taking the write
+    /// lock (a waiting attempt asks this first).
+    async fn login_decision(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision>;
+    /// Forgets the failures of a username from every address and of its one-time codes (an administrator reset
+    /// its password: whoever guessed with the old one is shut out anyway). Locks of the username from single
+    /// addresses stay.
+    async fn forgive_logins(&self, customer: &str, username: &str) -> StoreResult<()>;
     /// Forgets counts whose window has passed and pending attempts that expired; returns how many.
     async fn prune_logins(&self, now_ms: i64) -> StoreResult<u64>;
     /// Takes a token from the customer's purge bucket (see [`crate::throttle::purge`]); when there is none, the

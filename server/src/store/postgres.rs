@@ -25,6 +25,8 @@ pub async fn connect(url: &str, wait: Duration) -> anyhow::Result<Db> {
         .acquire_timeout(ACQUIRE_TIMEOUT)
         // A connection broken while the database was away is found and replaced before a request gets it.
         .test_before_acquire(true)
+        // A connection left inside a transaction (a commit that failed) is closed, never reused.
+        .after_release(|conn, _| Box::pin(async move { Ok(!sqlx::Connection::is_in_transaction(conn)) }))
         .connect_lazy_with(options);
     let deadline = tokio::time::Instant::now() + wait;
     loop {

@@ -120,6 +120,7 @@ async fn insert_audit(tx: &mut Tx, e: &AuditEvent) -> StoreResult<()> {
 }
 
 fn audit_insert(e: &AuditEvent) -> Query {
+    let e = &e.clone().bounded();
     let (actor_type, actor_id, actor_name) = match &e.actor {
         Actor::User { id, name } => ("user", Some(id.as_str()), name.as_str()),
         Actor::Unknown(name) => ("user", None, name.as_str()),
@@ -127,8 +128,8 @@ fn audit_insert(e: &AuditEvent) -> Query {
     };
     query(
         "INSERT INTO audit_log (customer_id, time_ms, actor_type, actor_id, actor_name, source, operation,
-                                target_type, target_id, target_name, success, details)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                                target_type, target_id, target_name, success, details, public_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(e.customer_id)
     .bind(e.time_ms)
@@ -142,6 +143,8 @@ fn audit_insert(e: &AuditEvent) -> Query {
     .bind(&e.target_name)
     .bind(e.success)
     .bind(serde_json::Value::Object(e.details.clone()).to_string())
+    // Random, not the row's number: a global sequence would tell a customer how much the others do.
+    .bind(crate::admin::new_id())
 }
 
 /// Whether an audit record's target still exists (`a` is the record).
@@ -152,7 +155,8 @@ const TARGET_EXISTS: &str = "CASE a.target_type
     WHEN 'network_list' THEN EXISTS
         (SELECT 1 FROM network_lists t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'purge' THEN EXISTS
-        (SELECT 1 FROM purge_transactions t WHERE t.customer_id = a.customer_id AND CAST(t.id AS TEXT) = a.target_id)
+        (SELECT 1 FROM purge_transactions t
+         WHERE t.customer_id = a.customer_id AND CAST(t.number AS TEXT) = a.target_id)
     WHEN 'identity_source' THEN EXISTS
         (SELECT 1 FROM identity_sources t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'account' THEN TRUE
@@ -182,7 +186,7 @@ fn audit_from_row(row: &Row) -> Result<AuditEntry, sqlx::Error> {
     };
     let details: String = row.get("details")?;
     Ok(AuditEntry {
-        id: row.get("id")?,
+        id: row.get("public_id")?,
         event: AuditEvent {
             customer_id: row.get("customer_id")?,
             time_ms: row.get("time_ms")?,
@@ -383,6 +387,115 @@ async fn insert_nodes(tx: &mut Tx, property_id: i64, nodes: &[ReadOnly]) -> Stor
     Ok(())
 }
 
+/// The host patterns of a stored configuration (JSON), which its property claims.
+fn hosts_of(config: &str) -> StoreResult<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Hosts {
+        #[serde(default)]
+        host_patterns: Vec<Pattern>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Pattern {
+        pattern: String,
+    }
+    let hosts: Hosts = serde_json::from_str(config).map_err(|e| anyhow::anyhow!("a configuration to store: {e}"))?;
+    Ok(hosts.host_patterns.into_iter().map(|h| h.pattern).collect())
+}
+
+/// The wildcard patterns that cover `pattern`: for `a.b.example.com` (or `*.b.example.com`) they are
+/// `*.b.example.com`, `*.example.com` and `*.com`.
+fn covering_wildcards(pattern: &str) -> Vec<String> {
+    let host = pattern.strip_prefix("*.").unwrap_or(pattern);
+    let mut covering = Vec::new();
+    let mut rest = host;
+    while let Some((_, parent)) = rest.split_once('.') {
+        covering.push(format!("*.{parent}"));
+        rest = parent;
+    }
+    covering
+}
+
+/// Makes `hosts` the host patterns claimed by property `property_id` of `customer`, in the transaction that
+/// stores its configuration: claims it no longer lists are released; a new one is refused
+/// ([`StoreError::HostClaimed`]) when another property of the customer claims the same pattern, or another
+/// customer claims the same, a covering or a covered one. On PostgreSQL every claim takes one advisory lock,
+/// so two customers cannot claim overlapping patterns at once; SQLite's writers run one at a time.
+async fn claim_hosts(tx: &mut Tx, customer: CustomerId, property_id: i64, hosts: &[String]) -> StoreResult<()> {
+    tx.lock_keys(&["host_claims"]).await?;
+    let held: Vec<String> = query("SELECT pattern FROM host_claims WHERE property_id = $1")
+        .bind(property_id)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.at(0))
+        .collect::<Result<_, _>>()?;
+    let wanted: std::collections::HashSet<&str> = hosts.iter().map(String::as_str).collect();
+    for gone in held.iter().filter(|h| !wanted.contains(h.as_str())) {
+        query("DELETE FROM host_claims WHERE pattern = $1").bind(gone).execute(&mut *tx).await?;
+    }
+    let held: std::collections::HashSet<&str> = held.iter().map(String::as_str).collect();
+    let mut new: Vec<&str> = wanted.into_iter().filter(|h| !held.contains(h)).collect();
+    new.sort_unstable();
+    let taken = |pattern: &str, theirs: &str, other_customer: bool| {
+        let by = if other_customer { "another account" } else { "another property of this account" };
+        StoreError::HostClaimed(if pattern == theirs {
+            format!("{pattern} is claimed by {by}")
+        } else {
+            format!("{pattern} overlaps {theirs}, which is claimed by {by}")
+        })
+    };
+    for chunk in new.chunks(200) {
+        // The same pattern anywhere, or a wildcard covering it at another customer.
+        let mut candidates: Vec<String> = Vec::new();
+        for p in chunk {
+            candidates.push(p.to_string());
+            candidates.extend(covering_wildcards(p));
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        let marks: Vec<String> = (0..candidates.len()).map(|i| format!("${}", i + 2)).collect();
+        let sql = format!(
+            "SELECT pattern, customer_id FROM host_claims WHERE property_id <> $1 AND pattern IN ({})",
+            marks.join(", ")
+        );
+        let rows = candidates.iter().fold(query(sql).bind(property_id), |q, c| q.bind(c)).fetch_all(&mut *tx).await?;
+        for row in &rows {
+            let (theirs, owner): (String, i64) = (row.get("pattern")?, row.get("customer_id")?);
+            for p in chunk {
+                let same = *p == theirs;
+                let covered = covering_wildcards(p).contains(&theirs);
+                if same || (covered && owner != customer) {
+                    return Err(taken(p, &theirs, owner != customer));
+                }
+            }
+        }
+        // What a new wildcard covers at another customer.
+        for p in chunk.iter().filter(|p| p.starts_with("*.")) {
+            let under = format!("%{}", escape_like(&p[1..]));
+            let theirs: Option<String> = query(
+                "SELECT pattern FROM host_claims WHERE customer_id <> $1 AND pattern LIKE $2 ESCAPE '\\'
+                 ORDER BY pattern LIMIT 1",
+            )
+            .bind(customer)
+            .bind(under)
+            .optional_scalar(&mut *tx)
+            .await?;
+            if let Some(theirs) = theirs {
+                return Err(taken(p, &theirs, true));
+            }
+        }
+        for p in chunk {
+            query("INSERT INTO host_claims (pattern, customer_id, property_id) VALUES ($1, $2, $3)")
+                .bind(*p)
+                .bind(customer)
+                .bind(property_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 const PROPERTY_WITH_CURRENT: &str =
     "SELECT p.id, p.customer_id, p.name, p.version, v.etag, v.config, v.author, v.created_ms, v.comment
      FROM properties p JOIN property_versions v ON v.property_id = p.id AND v.version = p.version";
@@ -391,7 +504,7 @@ fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
     let uri_count: i64 = row.get("uri_count")?;
     Ok((
         PurgeRecord {
-            id: row.get("purge_id")?,
+            id: row.get("purge_number")?,
             customer_id: row.get("customer_id")?,
             task_id: row.get("id")?,
             action: row.get("action")?,
@@ -403,7 +516,7 @@ fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
     ))
 }
 
-const PURGE_WITH_TASK: &str = "SELECT p.id AS purge_id, p.action, p.uri_count, p.uris, p.username, t.*
+const PURGE_WITH_TASK: &str = "SELECT p.number AS purge_number, p.action, p.uri_count, p.uris, p.username, t.*
      FROM purge_transactions p JOIN tasks t ON t.id = p.task_id";
 
 fn list_from_row(row: &Row) -> Result<NetworkListRecord, sqlx::Error> {
@@ -469,38 +582,31 @@ async fn touch_list(tx: &mut Tx, list_id: &str, modified_ms: i64) -> Result<(), 
     Ok(())
 }
 
-/// The three keys a login attempt is counted under (see [`crate::throttle`]), as stored: unambiguous JSON.
-fn throttle_keys(key: &LoginKey) -> [String; 3] {
-    let addr = key.addr.to_string();
-    let json = |parts: &[&str]| serde_json::to_string(parts).unwrap_or_default();
-    [
-        json(&["pair", &key.customer, &key.username, &addr]),
-        json(&["addr", &addr]),
-        json(&["user", &key.customer, &key.username]),
-    ]
+/// The queries of what is stored of `keys` (see [`LoginKey::stored`]) at `now_ms`: their failures, and their
+/// pending reservations; read by [`throttle_counts`].
+fn throttle_queries(keys: &[Option<String>; 4], now_ms: i64) -> (Query, Query) {
+    let failures = query("SELECT key, failures, last_ms FROM login_failures WHERE key IN ($1, $2, $3, $4)");
+    let failures = keys.iter().fold(failures, |q, k| q.bind(k.as_deref()));
+    let pending = query(
+        "SELECT (SELECT COUNT(*) FROM login_pending WHERE pair_key = $1 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE addr_key = $2 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE user_key = $3 AND expires_ms > $5),
+                (SELECT COUNT(*) FROM login_pending WHERE code_key = $4 AND expires_ms > $5)",
+    );
+    let pending = keys.iter().fold(pending, |q, k| q.bind(k.as_deref())).bind(now_ms);
+    (failures, pending)
 }
 
 /// What the stored counts of `keys` say at `now_ms`: failures still in the window, pending reservations.
-async fn throttle_counts(tx: &mut Tx, keys: &[String; 3], now_ms: i64) -> StoreResult<[Option<Count>; 3]> {
-    let rows = query("SELECT key, failures, last_ms FROM login_failures WHERE key IN ($1, $2, $3)")
-        .bind(&keys[0])
-        .bind(&keys[1])
-        .bind(&keys[2])
-        .fetch_all(&mut *tx)
-        .await?;
-    let pending = query(
-        "SELECT (SELECT COUNT(*) FROM login_pending WHERE pair_key = $1 AND expires_ms > $4),
-                (SELECT COUNT(*) FROM login_pending WHERE addr_key = $2 AND expires_ms > $4),
-                (SELECT COUNT(*) FROM login_pending WHERE user_key = $3 AND expires_ms > $4)",
-    )
-    .bind(&keys[0])
-    .bind(&keys[1])
-    .bind(&keys[2])
-    .bind(now_ms)
-    .fetch_one(&mut *tx)
-    .await?;
-    let mut counts: [Option<Count>; 3] = [None, None, None];
+fn throttle_counts(
+    keys: &[Option<String>; 4],
+    rows: &[Row],
+    pending: &Row,
+    now_ms: i64,
+) -> StoreResult<[Option<Count>; 4]> {
+    let mut counts: [Option<Count>; 4] = [None; 4];
     for (i, key) in keys.iter().enumerate() {
+        let Some(key) = key else { continue };
         let pending: i64 = pending.at(i)?;
         let stored = rows.iter().find(|r| r.get::<String>("key").is_ok_and(|k| k == *key));
         let (failures, last_ms) = match stored {
@@ -512,6 +618,11 @@ async fn throttle_counts(tx: &mut Tx, keys: &[String; 3], now_ms: i64) -> StoreR
             Some(Count { failures: failures.clamp(0, u32::MAX.into()) as u32, pending: pending as u32, last_ms });
     }
     Ok(counts)
+}
+
+/// The present keys of an attempt, as strings.
+fn present(keys: &[Option<String>; 4]) -> Vec<&str> {
+    keys.iter().flatten().map(String::as_str).collect()
 }
 
 /// `tokens` of the purge bucket (thousandths of a request) after refilling from `at_ms` to `$2`, capped at the
@@ -526,6 +637,18 @@ fn refilled(tokens: &str, at: &str) -> String {
 impl Store for SqlStore {
     async fn ping(&self) -> StoreResult<()> {
         let _: i64 = query("SELECT CAST(1 AS BIGINT)").scalar(&self.db).await?;
+        Ok(())
+    }
+
+    async fn probe_write(&self, server: &str, now_ms: i64) -> StoreResult<()> {
+        query(
+            "INSERT INTO readiness_probe (server, probe_ms) VALUES ($1, $2) \
+             ON CONFLICT (server) DO UPDATE SET probe_ms = excluded.probe_ms",
+        )
+        .bind(server)
+        .bind(now_ms)
+        .execute(&self.db)
+        .await?;
         Ok(())
     }
 
@@ -957,6 +1080,7 @@ impl Store for SqlStore {
             .map_err(conflict("property"))?;
         insert_version(&mut tx, id, first).await?;
         insert_nodes(&mut tx, id, nodes).await?;
+        claim_hosts(&mut tx, customer, id, &hosts_of(&first.config)?).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
@@ -983,8 +1107,11 @@ impl Store for SqlStore {
         if done == 0 {
             return Ok(false);
         }
+        let customer: i64 =
+            query("SELECT customer_id FROM properties WHERE id = $1").bind(property_id).scalar(&mut tx).await?;
         insert_version(&mut tx, property_id, next).await?;
         insert_nodes(&mut tx, property_id, new_nodes).await?;
+        claim_hosts(&mut tx, customer, property_id, &hosts_of(&next.config)?).await?;
         insert_task(&mut tx, task).await?;
         insert_audit(&mut tx, audit).await?;
         tx.commit().await?;
@@ -1046,20 +1173,58 @@ impl Store for SqlStore {
         Ok(version.map(|v| v as u64))
     }
 
+    async fn host_claims(&self, customer: CustomerId) -> StoreResult<Vec<String>> {
+        let rows = query("SELECT pattern FROM host_claims WHERE customer_id = $1 ORDER BY pattern")
+            .bind(customer)
+            .fetch_all(&self.db)
+            .await?;
+        Ok(rows.iter().map(|r| r.at(0)).collect::<Result<_, _>>()?)
+    }
+
+    async fn host_claim(&self, pattern: &str) -> StoreResult<Option<(Customer, PropertyRecord)>> {
+        let row = query(
+            "SELECT c.*, p.id AS p_id, p.name AS p_name, p.version AS p_version
+             FROM host_claims h JOIN customers c ON c.id = h.customer_id JOIN properties p ON p.id = h.property_id
+             WHERE h.pattern = $1",
+        )
+        .bind(pattern)
+        .fetch_optional(&self.db)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let customer = customer_from_row(&row)?;
+        let version: i64 = row.get("p_version")?;
+        let property = PropertyRecord {
+            id: row.get("p_id")?,
+            customer_id: customer.id,
+            name: row.get("p_name")?,
+            version: version as u64,
+        };
+        Ok(Some((customer, property)))
+    }
+
     async fn create_purge(&self, purge: &PurgeRecord, task: &TaskRecord, audit: &AuditEvent) -> StoreResult<i64> {
         let mut tx = self.db.begin().await?;
         insert_task(&mut tx, task).await?;
+        // The customer's next number (its counter row is held until the end: one purge at a time gets one).
         let id: i64 = query(
-            "INSERT INTO purge_transactions (customer_id, task_id, action, uri_count, uris, username)
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+            "INSERT INTO purge_counters AS c (customer_id, last) VALUES ($1, 1)
+             ON CONFLICT (customer_id) DO UPDATE SET last = c.last + 1 RETURNING last",
         )
         .bind(purge.customer_id)
+        .scalar(&mut tx)
+        .await?;
+        query(
+            "INSERT INTO purge_transactions (customer_id, number, task_id, action, uri_count, uris, username)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(purge.customer_id)
+        .bind(id)
         .bind(&task.id)
         .bind(&purge.action)
         .bind(purge.uri_count)
         .bind(&purge.uris)
         .bind(&purge.username)
-        .scalar(&mut tx)
+        .execute(&mut tx)
         .await?;
         insert_audit(&mut tx, &AuditEvent { target_id: id.to_string(), ..audit.clone() }).await?;
         tx.commit().await?;
@@ -1067,7 +1232,7 @@ impl Store for SqlStore {
     }
 
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>> {
-        let row = query(format!("{PURGE_WITH_TASK} WHERE p.customer_id = $1 AND p.id = $2"))
+        let row = query(format!("{PURGE_WITH_TASK} WHERE p.customer_id = $1 AND p.number = $2"))
             .bind(customer)
             .bind(id)
             .fetch_optional(&self.db)
@@ -1448,14 +1613,16 @@ impl Store for SqlStore {
     }
 
     async fn reserve_login(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision> {
-        let keys = throttle_keys(key);
+        let keys = key.stored();
         let mut tx = self.db.begin().await?;
-        tx.lock_keys(&[&keys[0], &keys[1], &keys[2]]).await?;
-        let decision = throttle::decide(now_ms, &throttle_counts(&mut tx, &keys, now_ms).await?);
+        tx.lock_keys(&present(&keys)).await?;
+        let (failures, pending) = throttle_queries(&keys, now_ms);
+        let (rows, pending) = (failures.fetch_all(&mut tx).await?, pending.fetch_one(&mut tx).await?);
+        let decision = throttle::decide(now_ms, &throttle_counts(&keys, &rows, &pending, now_ms)?);
         if !matches!(decision, Decision::Proceed { .. }) {
             return Ok(decision);
         }
-        for k in &keys {
+        for k in present(&keys) {
             // A count past its window starts again; the attempt is the key's latest activity.
             query(format!(
                 "INSERT INTO login_failures AS f (key, failures, last_ms, lock_reported) VALUES ($1, 0, $2, FALSE)
@@ -1470,40 +1637,57 @@ impl Store for SqlStore {
             .execute(&mut tx)
             .await?;
         }
-        query("INSERT INTO login_pending (pair_key, addr_key, user_key, expires_ms) VALUES ($1, $2, $3, $4)")
-            .bind(&keys[0])
-            .bind(&keys[1])
-            .bind(&keys[2])
-            .bind(now_ms + throttle::PENDING_TTL_MS)
-            .execute(&mut tx)
-            .await?;
+        query(
+            "INSERT INTO login_pending (pair_key, addr_key, user_key, code_key, expires_ms) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(keys[0].as_deref())
+        .bind(keys[1].as_deref())
+        .bind(keys[2].as_deref())
+        .bind(keys[3].as_deref())
+        .bind(now_ms + throttle::PENDING_TTL_MS)
+        .execute(&mut tx)
+        .await?;
         tx.commit().await?;
         Ok(decision)
     }
 
+    async fn login_decision(&self, now_ms: i64, key: &LoginKey) -> StoreResult<Decision> {
+        let keys = key.stored();
+        let (failures, pending) = throttle_queries(&keys, now_ms);
+        let (rows, pending) = (failures.fetch_all(&self.db).await?, pending.fetch_one(&self.db).await?);
+        Ok(throttle::decide(now_ms, &throttle_counts(&keys, &rows, &pending, now_ms)?))
+    }
+
     async fn settle_login(&self, now_ms: i64, key: &LoginKey, outcome: Outcome) -> StoreResult<Vec<Lockout>> {
-        let keys = throttle_keys(key);
+        let keys = key.stored();
         let mut tx = self.db.begin().await?;
-        tx.lock_keys(&[&keys[0], &keys[1], &keys[2]]).await?;
+        tx.lock_keys(&present(&keys)).await?;
         query(
             "DELETE FROM login_pending WHERE id IN
-                 (SELECT id FROM login_pending WHERE pair_key = $1 ORDER BY expires_ms LIMIT 1)",
+                 (SELECT id FROM login_pending
+                  WHERE pair_key = $1 AND (code_key = $2 OR (code_key IS NULL AND $2 IS NULL))
+                  ORDER BY expires_ms LIMIT 1)",
         )
-        .bind(&keys[0])
+        .bind(keys[0].as_deref())
+        .bind(keys[3].as_deref())
         .execute(&mut tx)
         .await?;
         let mut lockouts = Vec::new();
         match outcome {
             Outcome::Released => {}
             Outcome::Succeeded => {
-                query("UPDATE login_failures SET failures = 0, lock_reported = FALSE WHERE key IN ($1, $2)")
-                    .bind(&keys[0])
-                    .bind(&keys[2])
+                query("UPDATE login_failures SET failures = 0, lock_reported = FALSE WHERE key IN ($1, $2, $3)")
+                    .bind(keys[0].as_deref())
+                    .bind(keys[2].as_deref())
+                    .bind(keys[3].as_deref())
                     .execute(&mut tx)
                     .await?;
             }
-            Outcome::Failed => {
-                for (k, limits) in keys.iter().zip(throttle::LIMITS) {
+            Outcome::Failed | Outcome::FailedCode => {
+                // A wrong password is no guess of a code.
+                let counted = if outcome == Outcome::Failed { 3 } else { 4 };
+                for (k, limits) in keys.iter().zip(throttle::LIMITS).take(counted) {
+                    let Some(k) = k else { continue };
                     let row = query(format!(
                         "INSERT INTO login_failures AS f (key, failures, last_ms, lock_reported)
                          VALUES ($1, 1, $2, FALSE)
@@ -1534,6 +1718,16 @@ impl Store for SqlStore {
         Ok(lockouts)
     }
 
+    async fn forgive_logins(&self, customer: &str, username: &str) -> StoreResult<()> {
+        let keys = LoginKey::new(customer, username, std::net::IpAddr::from([0, 0, 0, 0])).with_code(true).stored();
+        query("DELETE FROM login_failures WHERE key IN ($1, $2)")
+            .bind(keys[2].as_deref())
+            .bind(keys[3].as_deref())
+            .execute(&self.db)
+            .await?;
+        Ok(())
+    }
+
     async fn prune_logins(&self, now_ms: i64) -> StoreResult<u64> {
         let failures = prune_in_batches(&self.db, "login_failures", "key", "last_ms", now_ms - throttle::WINDOW_MS);
         let pending = prune_in_batches(&self.db, "login_pending", "id", "expires_ms", now_ms + 1);
@@ -1553,7 +1747,8 @@ impl Store for SqlStore {
         limit: u64,
     ) -> StoreResult<(Vec<AuditEntry>, u64)> {
         let filter = "a.customer_id = $1 AND ($2 IS NULL OR a.time_ms >= $2) AND ($3 IS NULL OR a.time_ms < $3)
-             AND ($4 IS NULL OR a.actor_id = $4 OR a.actor_name = $4)
+             AND ($4 IS NULL OR (CASE WHEN $4 = 'system' THEN a.actor_type = 'system'
+                                      ELSE (a.actor_id = $4 OR a.actor_name = $4) END))
              AND ($5 IS NULL OR a.operation = $5 OR a.operation LIKE $6 ESCAPE '\\')
              AND ($7 IS NULL OR a.target_type = $7) AND ($8 IS NULL OR a.target_id = $8)";
         let prefix = f.operation.as_deref().map(|op| format!("{}.%", escape_like(op)));

@@ -1,0 +1,332 @@
+"""The rules across fields that the OpenAPI document states only in words (JSON Schema cannot say them), given
+to the fuzzer: a *positive* case (one schemathesis means to be valid) is brought within them, so that it reaches
+the handler's logic instead of its validator. Negative cases are left as generated. Each rule names the
+validator it mirrors; the server's own tests and property tests cover the refusals.
+
+What the rules need of the server they read from the API itself once (groupings, dimensions, metrics of each
+statistics family; the customer's host patterns), as a client would."""
+
+import datetime
+import functools
+import re
+import threading
+import time
+
+import requests
+
+GRANULARITIES = ("5minute", "hour", "day")
+# edge_api::stats::INTEGER_DIMENSIONS
+INTEGER_DIMENSIONS = {"cache_status", "gna_cache_status", "scheme", "http_status_code", "client_asn"}
+
+
+class Api:
+    """Reads of the server under test, as the fuzzing administrator (HTTP Basic), each made once."""
+
+    def __init__(self, base, customer, basic):
+        self.base = f"{base}/{customer}/v1"
+        self.headers = {"Authorization": basic}
+        self._lock = threading.Lock()
+        self._cache = {}
+
+    def get(self, path):
+        with self._lock:
+            if path not in self._cache:
+                reply = requests.get(self.base + path, headers=self.headers, timeout=30)
+                self._cache[path] = reply.json() if reply.status_code == 200 else None
+            return self._cache[path]
+
+
+def is_positive(case):
+    meta = case.meta
+    return meta is not None and getattr(meta.generation.mode, "name", "") == "POSITIVE"
+
+
+# ---- statistics (edge_api::stats::validate) ----------------------------------------------------------------
+
+
+def stats_base(path):
+    """The family's base path (the HEAD operation's) of a statistics data or head path, or None."""
+    if "/stats" not in path:
+        return None
+    tail = path.split("/stats", 1)[1]
+    if tail.endswith(("/dimensions", "/groupings", "/metrics")):
+        return None
+    return "/stats" + (tail[: -len("/data")] if tail.endswith("/data") else tail)
+
+
+def split_list(text):
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def filter_conditions(text, dimensions):
+    """The conditions of a filter expression as parse_filters reads them, or None when it refuses it."""
+    if not text or not text.strip():
+        return []
+    parts, separator, i = [""], None, 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            if i + 1 == len(text):
+                return None
+            parts[-1] += text[i + 1]
+            i += 2
+            continue
+        if c in ",;":
+            if separator is not None and separator != c:
+                return None
+            separator = c
+            parts.append("")
+        else:
+            parts[-1] += c
+        i += 1
+    conditions = []
+    for part in parts:
+        at = [p for p in (part.find("=="), part.find("!=")) if p >= 0]
+        if not at:
+            return None
+        dimension, value = part[: min(at)].strip(), part[min(at) + 2 :]
+        if dimension not in dimensions:
+            return None
+        if dimension in INTEGER_DIMENSIONS and not re.fullmatch(r"[+-]?[0-9]{1,18}", value.strip()):
+            return None
+        conditions.append((dimension, value))
+    return conditions
+
+
+def fix_statistics(api, case, base):
+    """A positive statistics query within validate()'s rules across parameters: one start parameter, a span
+    inside every retention, dimensions that form a listed grouping set (events: known fields, each once),
+    metrics of the family, sort keys among the query's fields, and a filter the parser takes."""
+    query = dict(case.query or {})
+    path = base.replace("{category}", str((case.path_parameters or {}).get("category", "")))
+    dimensions = (api.get(path + "/dimensions") or {}).get("dimensions") or []
+    groupings = (api.get(path + "/groupings") or {}).get("groupings") if "/events" not in path else None
+    metrics_known = (api.get(path + "/metrics") or {}).get("metrics") if "/events" not in path else []
+
+    # The last two hours: inside the retention of every granularity, start before end.
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
+    query.pop("startime", None)
+    query["starttime"] = (now - datetime.timedelta(hours=2)).isoformat()
+    query["endtime"] = now.isoformat()
+
+    wanted = list(dict.fromkeys(split_list(query.get("dimensions"))))
+    granular = bool(groupings) and any(g.split("/")[0] in GRANULARITIES for g in groupings)
+    if groupings:
+        if granular:
+            if query.get("granularity") not in {g.split("/")[0] for g in groupings}:
+                query["granularity"] = groupings[0].split("/")[0]
+            sets = [g.split("/")[1:] for g in groupings if g.split("/")[0] == query["granularity"]]
+        else:
+            sets = [g.split("/") for g in groupings]
+        if sorted(wanted) not in [sorted(s) for s in sets]:
+            wanted = max(sets, key=lambda s: (len(set(s) & set(wanted)), -len(s)))
+    else:
+        wanted = [d for d in wanted if d in dimensions] or dimensions[:1]
+    if wanted:
+        query["dimensions"] = ",".join(wanted)
+    else:
+        query.pop("dimensions", None)
+
+    if metrics_known:
+        metrics = [m for m in split_list(query.get("metrics")) if m in metrics_known] or metrics_known[:1]
+        query["metrics"] = ",".join(metrics)
+    else:
+        query.pop("metrics", None)
+        metrics = []
+
+    fields = set(wanted) | set(metrics) | ({"starttime", "endtime"} if granular else set())
+    if "/events" in path:
+        fields.add("event_timestamp_ms")
+    if "sortby" in query:
+        keys = [k for k in split_list(query["sortby"]) if k.lstrip("-+") in fields]
+        if keys:
+            query["sortby"] = ",".join(keys)
+        else:
+            del query["sortby"]
+    if filter_conditions(query.get("filters"), dimensions) is None:
+        del query["filters"]
+    case.query = query
+
+
+# ---- cache purge (edge_api::purge::uri_problems) ----------------------------------------------------------
+
+
+class Pace:
+    """At most one call a `interval` seconds, over every worker thread: the purge limit is 2 a second per
+    customer, and a positive case refused for the rate says nothing about its data."""
+
+    def __init__(self, interval):
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def wait(self):
+        with self._lock:
+            now = time.monotonic()
+            if self._next > now:
+                time.sleep(self._next - now)
+            self._next = max(now, self._next) + self.interval
+
+
+def customer_hosts(api):
+    """Host names the customer's properties serve (for a wildcard, its base with a label in front)."""
+    hosts = []
+    for prop in api.get("/properties") or []:
+        for pattern in prop.get("host_patterns", []):
+            hosts.append("www." + pattern[2:] if pattern.startswith("*.") else pattern)
+    return hosts
+
+
+def fix_purge(api, case):
+    """A positive purge of the customer's own hosts: each URI on a host a property serves, with a path when it
+    is EXACT_LITERAL, and a cache-key modifier only with PREFIX_LITERAL."""
+    body = case.body
+    if not isinstance(body, dict) or not isinstance(body.get("purge_request"), dict):
+        return
+    hosts = customer_hosts(api)
+    if not hosts:
+        return
+    for i, uri in enumerate(body["purge_request"].get("uris") or []):
+        if not isinstance(uri, dict):
+            continue
+        pattern = str(uri.get("uri_pattern", "")).strip()
+        rest = re.sub(r"^https?://", "", pattern)
+        path = rest[rest.find("/") :] if "/" in rest else ""
+        if re.search(r"\s|[\x00-\x1f\x7f]", path):
+            path = ""
+        if uri.get("match_mode") == "EXACT_LITERAL":
+            uri.pop("cache_key_modifier_regex", None)
+            if path in ("", "/"):
+                path = "/index.html"
+        uri["uri_pattern"] = f"https://{hosts[i % len(hosts)]}{path}"
+
+
+# ---- network lists (edge_api::networklists::normalize_entry) ----------------------------------------------
+
+
+def network_of(entry):
+    """An IP entry with the bits past its prefix cleared (the range it means), or the entry as it was."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(entry.strip(), strict=False)) if "/" in entry else entry
+    except ValueError:
+        return entry
+
+
+def fix_network_list(case):
+    """A positive new IP list names ranges by their network address (10.0.0.0/8, not 10.1.2.3/8)."""
+    body = case.body
+    if isinstance(body, dict) and body.get("type") == "IP" and isinstance(body.get("list"), list):
+        body["list"] = [network_of(e) if isinstance(e, str) else e for e in body["list"]]
+
+
+# ---- users and passwords (check_password_policy, the identity sources) -------------------------------------
+
+
+class Usernames:
+    """Usernames are unique per customer: a positive case reusing one that an earlier case created gets a
+    suffix (Hypothesis generates the same minimal names again and again)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._taken = set()
+
+    def fresh(self, username):
+        with self._lock:
+            name, n = username, 0
+            while name.lower() in self._taken:
+                n += 1
+                name = f"{username[:120]}-{n}"
+            self._taken.add(name.lower())
+            return name
+
+
+USERNAMES = Usernames()
+
+
+def fix_new_user(case):
+    """A positive new user is a local one (remote sources exist only where an operator added them) with a
+    username no other user has and a password that is not the username."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    body.pop("source", None)
+    if isinstance(body.get("username"), str):
+        body["username"] = USERNAMES.fresh(body["username"])
+    username, password = str(body.get("username", "")), body.get("password")
+    if not isinstance(password, str) or password.lower() == username.lower():
+        body["password"] = "fuzz-" + "x" * 12 + username[:8]
+
+
+def fix_user_update(case):
+    """A positive change of a user: a username no other user has."""
+    if isinstance(case.body, dict) and isinstance(case.body.get("username"), str):
+        case.body["username"] = USERNAMES.fresh(case.body["username"])
+
+
+def fix_password_reset(api, case):
+    """A positive password reset is of a user with an e-mail address to send the link to (a fresh one)."""
+    username = USERNAMES.fresh("fuzz-reset")
+    created = requests.post(
+        api.base + "/users",
+        headers=api.headers,
+        json={
+            "username": username,
+            "password": "fuzz-reset-password-" + username,
+            "email": f"{username}@example.com",
+            "role": {"id": "viewer"},
+        },
+        timeout=30,
+    )
+    if created.status_code == 201:
+        case.path_parameters = dict(case.path_parameters or {}, user_id=created.json()["id"])
+
+
+# ---- two-factor pairing (otp::verify_pair) ------------------------------------------------------------------
+
+
+def totp(seed, step):
+    """RFC 6238 with SHA-1, 6 digits, 30-second steps, as the server's otp module."""
+    import base64
+    import hashlib
+    import hmac
+    import struct
+
+    key = base64.b32decode(seed + "=" * (-len(seed) % 8))
+    digest = hmac.new(key, struct.pack(">Q", step), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    return "%06d" % ((struct.unpack(">I", digest[offset : offset + 4])[0] & 0x7FFFFFFF) % 1_000_000)
+
+
+def own_user(api, case):
+    """A fresh local user for a positive case of an operation on one's own user (password, two-factor): the
+    case is made by that user, on that user, so that the fuzzing administrator's password, sessions and
+    two-factor stay as they are. Returns the user's id and its Authorization header."""
+    import base64
+
+    username = USERNAMES.fresh("fuzz-own")
+    password = "fuzz-own-password-" + username
+    created = requests.post(
+        api.base + "/users",
+        headers=api.headers,
+        json={"username": username, "password": password, "role": {"id": "viewer"}},
+        timeout=30,
+    )
+    if created.status_code != 201:
+        return None, None
+    user_id = created.json()["id"]
+    case.path_parameters = dict(case.path_parameters or {}, user_id=user_id)
+    return user_id, "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+def prepare_pairing(api, case, user_id, basic):
+    """A positive pairing with a seed the server issued to the user and the codes of the last two steps."""
+    seed = requests.post(f"{api.base}/users/{user_id}/otp/seeds", headers={"Authorization": basic}, timeout=30)
+    if seed.status_code != 200:
+        return
+    step = int(time.time()) // 30
+    body = case.body if isinstance(case.body, dict) else {}
+    body.update(seed_id=seed.json()["id"], first_token=totp(seed.json()["seed"], step - 1))
+    body["second_token"] = totp(seed.json()["seed"], step)
+    case.body = body

@@ -1,0 +1,416 @@
+//! Faults with real processes: the server binary with its data dir on a small tmpfs that fills up or turns
+//! read-only, ClickHouse killed under it, and SIGTERM under load. Each test states what clients get during the
+//! fault (503 with `Retry-After` and the JSON error body, never a 404 or a 500, `/readyz` failing), that the
+//! server recovers by itself once the cause is gone, and that nothing it acknowledged is lost. Recovery times
+//! are printed (`cargo test --test faults -- --nocapture`); the README quotes them.
+//!
+//! Mounting a tmpfs needs root (CI runs as root); elsewhere those tests say so and pass without running.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "faulty-password-1234";
+
+/// A tmpfs of `mib` MiB mounted on a temp dir, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// None (after saying why) where this process may not mount.
+    fn mount(mib: u64) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m,mode=0700"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: mounting a tmpfs needs root (this test runs in CI as root)");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn remount(&self, mode: &str) {
+        let status = Command::new("mount").args(["-o", &format!("remount,{mode}")]).arg(self.path()).status();
+        assert!(status.is_ok_and(|s| s.success()), "remount {mode}");
+    }
+
+    /// Fills the file system with `filler` until a write fails.
+    fn fill(&self) -> PathBuf {
+        let filler = self.path().join("filler");
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let chunk = vec![0u8; 1 << 16];
+        while file.write_all(&chunk).is_ok() {}
+        let _ = file.sync_all();
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("mount").args(["-o", "remount,rw"]).arg(self.path()).status();
+        let _ = Command::new("umount").arg("-l").arg(self.path()).status();
+    }
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_edge-server")
+}
+
+/// Creates customer `acme` with administrator `alice` in `data_dir` (and, with `args`, the statistics URL).
+fn add_customer(data_dir: &Path, args: &[&str]) {
+    let out = Command::new(bin())
+        .args(["customer", "add", "acme", "--admin", "alice", "--data-dir"])
+        .arg(data_dir)
+        .args(args)
+        .env("EDGE_ADMIN_PASSWORD", PASSWORD)
+        .output()
+        .expect("customer add");
+    assert!(out.status.success(), "customer add: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The server binary on a loopback port chosen by the system.
+struct Server {
+    child: Option<Child>,
+    base: String,
+    agent: ureq::Agent,
+    cookie: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--min-free-disk-mb", "2", "--data-dir"])
+            .arg(data_dir)
+            .arg("--static-dir")
+            .arg(data_dir.join("no-console"))
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting edge-server");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let base = loop {
+            let line = lines.next().expect("the server printed its address").expect("its output");
+            if let Some(addr) = line.strip_prefix("Edge Console: ") {
+                break addr.trim_end_matches('/').to_string();
+            }
+        };
+        thread::spawn(move || lines.for_each(drop));
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(20)).build();
+        let mut server = Server { child: Some(child), base, agent, cookie: String::new() };
+        server.cookie = server.login();
+        server
+    }
+
+    fn login(&self) -> String {
+        use base64::Engine;
+        let basic = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("alice:{PASSWORD}")));
+        let reply = self.agent.post(&format!("{}/acme/v1/sessions", self.base)).set("Authorization", &basic).call();
+        let session: Value = reply.expect("login").into_json().expect("session body");
+        format!("authtoken={}", session["id"].as_str().expect("session id"))
+    }
+
+    /// Status, `Retry-After` and body of a request with the session cookie.
+    fn send(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Option<String>, Value) {
+        let url = if matches!(path, "/readyz" | "/healthz") {
+            format!("{}{path}", self.base)
+        } else {
+            format!("{}/acme/v1{path}", self.base)
+        };
+        let request = self.agent.request(method, &url).set("Cookie", &self.cookie);
+        let reply = match body {
+            Some(b) => request.send_json(b),
+            None => request.call(),
+        };
+        let reply = match reply {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let (status, retry) = (reply.status(), reply.header("retry-after").map(String::from));
+        (status, retry, reply.into_json().unwrap_or(Value::Null))
+    }
+
+    fn create_user(&self, name: &str) -> (u16, Option<String>, Value) {
+        self.send("POST", "/users", Some(json!({"username": name, "password": PASSWORD, "role": {"id": "viewer"}})))
+    }
+
+    fn ready(&self) -> u16 {
+        self.send("GET", "/readyz", None).0
+    }
+
+    /// SIGTERM, then waits for the process to end; its exit status.
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().expect("reaping the server")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `check` every 50 ms for up to `limit`; how long it took to hold.
+fn time_until(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return Some(start.elapsed());
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+fn assert_unavailable(reply: &(u16, Option<String>, Value), kind: &str, what: &str) {
+    assert_eq!(reply.0, 503, "{what}: {:?}", reply.2);
+    assert_eq!(reply.2["type"], kind, "{what}: {:?}", reply.2);
+    assert!(reply.1.as_deref().is_some_and(|s| s.parse::<u64>().is_ok()), "{what}: Retry-After, got {:?}", reply.1);
+}
+
+#[test]
+fn a_full_disk_answers_503_and_writes_work_again_once_space_is_back_without_a_restart() {
+    let Some(disk) = Tmpfs::mount(64) else { return };
+    let data = disk.path().join("data");
+    add_customer(&data, &[]);
+    let server = Server::start(&data, &[]);
+    let mut acknowledged = Vec::new();
+    for i in 0..5 {
+        let reply = server.create_user(&format!("before-{i}"));
+        assert_eq!(reply.0, 201, "{:?}", reply.2);
+        acknowledged.push(format!("before-{i}"));
+    }
+    assert_eq!(server.ready(), 200);
+
+    let filler = disk.fill();
+    // Writes fail as storage failures — also again and again, as on the machine the review used.
+    for i in 0..20 {
+        let reply = server.create_user(&format!("during-{i}"));
+        if reply.0 == 201 {
+            acknowledged.push(format!("during-{i}")); // the WAL had room for one more page
+            continue;
+        }
+        assert_unavailable(&reply, "storage_unavailable", "a write on a full disk");
+    }
+    let ready = server.send("GET", "/readyz", None);
+    assert_eq!(ready.0, 503, "/readyz on a full disk: {:?}", ready.2);
+    // A client's session check during the fault is not "logged out".
+    let current = server.send("GET", "/sessions/current", None);
+    assert_ne!(current.0, 404, "GET /sessions/current during the fault: {:?}", current.2);
+
+    std::fs::remove_file(filler).expect("removing the filler");
+    let recovered = time_until(Duration::from_secs(20), || {
+        let reply = server.create_user("after");
+        reply.0 == 201
+    });
+    let recovered = recovered.expect("writes work again without a restart");
+    acknowledged.push("after".into());
+    let ready = time_until(Duration::from_secs(20), || server.ready() == 200).expect("/readyz passes again");
+    eprintln!("full disk: writes again {recovered:?} after space was freed; /readyz 200 {ready:?} after that");
+    for i in 0..20 {
+        assert_eq!(server.create_user(&format!("later-{i}")).0, 201, "every later write works");
+    }
+    let users = server.send("GET", "/users?count=1000", None).2;
+    let names: Vec<&str> =
+        users["items"].as_array().expect("items").iter().filter_map(|u| u["username"].as_str()).collect();
+    for name in &acknowledged {
+        assert!(names.contains(&name.as_str()), "acknowledged user {name} is there");
+    }
+}
+
+/// A data dir on a read-only file system (a full or failing disk the kernel remounted read-only): the server
+/// does not start, and says which directory it could not write. (While it runs, Linux refuses to remount a
+/// file system read-only under its open database; a full disk is the running case, above.)
+#[test]
+fn a_start_on_a_read_only_data_dir_fails_naming_the_directory() {
+    let Some(disk) = Tmpfs::mount(16) else { return };
+    let data = disk.path().join("data");
+    add_customer(&data, &[]);
+    disk.remount("ro");
+    let out = Command::new(bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .expect("edge-server serve");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&data.display().to_string()), "the error names the data dir: {stderr}");
+    assert!(stderr.contains("Read-only file system"), "and why: {stderr}");
+}
+
+#[test]
+fn a_snapshot_without_room_is_skipped_and_leaves_no_temp_file_and_the_next_start_has_everything() {
+    let Some(disk) = Tmpfs::mount(64) else { return };
+    let data = disk.path().join("data");
+    add_customer(&data, &[]);
+    let mut server = Server::start(&data, &[]);
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string();
+    let lines: String = (0..2000)
+        .map(|i| {
+            let record = json!({
+                "timestamp": now, "domain": format!("d{i}.example"), "property": "shop", "country": "DE",
+                "country_code": "DE", "browser_name": "Chrome", "device_type": "Desktop", "device_os": "Linux",
+                "content_type": "text/html", "request_type": "GET", "cache_status": 1, "gna_cache_status": 1,
+                "scheme": 2, "http_status_code": 200, "request_url": "/", "hits": 1, "first_mile_bandwidth_bytes": 1,
+                "last_mile_bandwidth_bytes": 100, "middle_mile_bandwidth_bytes": 1, "original_bandwidth_bytes": 1,
+                "request_time_ms": 5, "time_to_first_byte_ms": 1, "time_to_last_byte_ms": 5
+            });
+            format!("{record}\n")
+        })
+        .collect();
+    let reply = server
+        .agent
+        .post(&format!("{}/acme/v1/ingest/accesslogs", server.base))
+        .set("Cookie", &server.cookie)
+        .set("Content-Type", "application/x-ndjson")
+        .send_string(&lines);
+    let answer: Value = reply.expect("ingested").into_json().expect("ingest answer");
+    assert_eq!(answer["accepted"], 2000, "{answer}");
+    let filler = disk.fill();
+    // Stopping writes a snapshot: without room it is skipped, the log kept, and the process ends cleanly.
+    let status = server.terminate();
+    assert!(status.success(), "the server stopped cleanly: {status}");
+    assert!(!data.join("stats/snapshot.tmp").exists(), "no snapshot.tmp is left behind");
+    std::fs::remove_file(filler).expect("removing the filler");
+    let server = Server::start(&data, &[]);
+    let day = &now[..10];
+    let answer = server.send(
+        "GET",
+        &format!("/stats/data?starttime={day}T00:00:00&endtime={}&granularity=day&metrics=hits", tomorrow(day)),
+        None,
+    );
+    assert_eq!(answer.0, 200, "{:?}", answer.2);
+    assert_eq!(answer.2["rows"][0][2], 2000, "every ingested record is there after the start: {:?}", answer.2);
+}
+
+fn tomorrow(day: &str) -> String {
+    let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").expect("a day");
+    format!("{}T00:00:00", d.succ_opt().expect("a next day"))
+}
+
+/// A rolling restart's stop: two servers behind the load balancer (HAProxy, or nginx where that is what is
+/// installed), one of them stopped with SIGTERM while eight clients keep requesting through the balancer.
+/// Draining (not ready, every answer closing its connection) and the balancer's retries mean no client sees
+/// anything but the answer it asked for.
+#[test]
+fn sigterm_under_load_behind_the_balancer_loses_no_request() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let servers: Vec<Server> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let data = dir.path().join(name);
+            add_customer(&data, &[]);
+            Server::start(&data, &["--drain-secs", "3"])
+        })
+        .collect();
+    let ports: Vec<u16> =
+        servers.iter().map(|s| s.base.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port")).collect();
+    let listen = format!("127.0.0.1:{}", edge_cluster::free_port().expect("a free port")).parse().expect("address");
+    let balancer = edge_cluster::Balancer::start(&dir.path().join("balancer"), listen, &ports).expect("balancer");
+    let base = balancer.url();
+    let both_ready = time_until(Duration::from_secs(20), || {
+        (0..4).all(|_| ureq::get(&format!("{base}/readyz")).call().is_ok_and(|r| r.status() == 200))
+    });
+    both_ready.expect("both servers ready behind the balancer");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (answered, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (base, stop, answered, failed) = (base.clone(), stop.clone(), answered.clone(), failed.clone());
+            thread::spawn(move || {
+                use base64::Engine;
+                let basic =
+                    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("alice:{PASSWORD}")));
+                let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(20)).build();
+                while !stop.load(Ordering::Relaxed) {
+                    match agent.get(&format!("{base}/acme/v1/account")).set("Authorization", &basic).call() {
+                        Ok(r) if r.status() == 200 => answered.fetch_add(1, Ordering::Relaxed),
+                        other => {
+                            eprintln!("not answered as asked: {:?}", other.map(|r| r.status()));
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(800));
+    let mut servers = servers;
+    let started = Instant::now();
+    let status = servers[0].terminate();
+    let stopped_in = started.elapsed();
+    thread::sleep(Duration::from_millis(800));
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().expect("worker");
+    }
+    assert!(status.success(), "clean exit: {status}");
+    let (answered, failed) = (answered.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!(
+        "SIGTERM behind {}: stopped in {stopped_in:?}; {answered} requests answered 200, {failed} not",
+        balancer.kind.name()
+    );
+    assert!(answered > 100, "the load ran: {answered}");
+    assert_eq!(failed, 0, "every request was answered as asked");
+
+    // With no server left, the balancer's own answer is the JSON error body too (deploy/haproxy/edge-503.http).
+    assert!(servers[1].terminate().success());
+    let reply = time_until(Duration::from_secs(10), || {
+        matches!(ureq::get(&format!("{base}/acme/v1/account")).call(), Err(ureq::Error::Status(503, _)))
+    });
+    reply.expect("503 from the balancer");
+    let Err(ureq::Error::Status(503, reply)) = ureq::get(&format!("{base}/acme/v1/account")).call() else {
+        panic!("503 from the balancer")
+    };
+    assert_eq!(reply.content_type(), "application/json");
+    assert!(reply.header("retry-after").is_some());
+    let body: Value = reply.into_json().expect("a JSON body");
+    assert_eq!(body["type"], "unavailable", "{body}");
+}
+
+#[test]
+fn readyz_fails_while_clickhouse_is_gone_and_passes_when_it_is_back() {
+    let mut clickhouse = edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server");
+    let url = clickhouse.url("edge_faults");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    add_customer(&data, &[]);
+    let server = Server::start(&data, &["--stats-url", &url]);
+    assert_eq!(server.ready(), 200);
+    clickhouse.stop();
+    let not_ready = time_until(Duration::from_secs(10), || server.ready() == 503).expect("/readyz fails");
+    let query = server.send(
+        "GET",
+        "/stats/data?starttime=2026-01-01T00:00:00&endtime=2026-01-02T00:00:00&granularity=day&metrics=hits",
+        None,
+    );
+    assert_unavailable(&query, "database_unavailable", "a statistics query without ClickHouse");
+    clickhouse.restart().expect("ClickHouse again");
+    let ready = time_until(Duration::from_secs(30), || server.ready() == 200).expect("/readyz passes again");
+    eprintln!("ClickHouse killed: /readyz 503 after {not_ready:?}; back: /readyz 200 after {ready:?}");
+}
