@@ -33,9 +33,6 @@ pub enum AppError {
     UnsupportedMediaType(String),
     #[error("too many requests")]
     TooManyRequests { message: String, retry_after_secs: u64 },
-    /// The server cannot hold what the request would store; nothing was stored.
-    #[error("{0}")]
-    InsufficientStorage(String),
     /// The server cannot handle this request now — bounded work is full (`overloaded`), or the database cannot
     /// be reached (`database_unavailable`); nothing was changed, and the client may retry later.
     #[error("{message}")]
@@ -123,9 +120,6 @@ impl AppError {
             }
             AppError::TooManyRequests { message, .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message.clone(), &[])
-            }
-            AppError::InsufficientStorage(m) => {
-                (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", m.clone(), &[])
             }
             AppError::Unavailable { kind, message, .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, kind, message.clone(), &[])

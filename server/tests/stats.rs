@@ -886,3 +886,70 @@ async fn metrics_show_what_each_customer_holds_to_the_bearer_of_the_token_only()
     let reply = plain.send(req(Method::GET, "/metrics").header("authorization", "Bearer a-metrics-token").done()).await;
     assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
 }
+
+/// A snapshot written by the engine before this branch (`edge-server ingest` of main at db61170, on
+/// 2026-11-25 at 15:03) of the records in the same folder, each file in time order.
+const OLD_SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/stats-snapshot-2026-11-25");
+
+#[test]
+fn a_snapshot_of_the_previous_version_loads_and_answers_as_its_records_ingested_now() {
+    use edge_api::stats::{Family, RawQuery, SHAPING_CATEGORIES, WAF_CATEGORIES, format_time, validate};
+    use edge_server::stats::{
+        StatsEngine,
+        ingest::{parse_access, parse_security},
+        memory::MemoryEngine,
+    };
+    let now = 1_795_618_980_000; // 2026-11-25T15:03:00, when it was written
+    let clock = || -> std::sync::Arc<dyn Clock> { std::sync::Arc::new(edge_server::clock::ManualClock::at(now)) };
+    let old_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(old_dir.path().join("stats")).unwrap();
+    let snapshot = zstd::decode_all(std::fs::File::open(format!("{OLD_SNAPSHOT}/snapshot.bin.zst")).unwrap()).unwrap();
+    std::fs::write(old_dir.path().join("stats/snapshot.bin"), snapshot).unwrap();
+    let old = MemoryEngine::open(old_dir.path(), clock()).unwrap();
+    let new_dir = tempfile::tempdir().unwrap();
+    let new = MemoryEngine::open(new_dir.path(), clock()).unwrap();
+    let read = |name: &str| std::fs::read_to_string(format!("{OLD_SNAPSHOT}/{name}")).unwrap();
+    new.ingest_access(1, &parse_access(&read("access.ndjson")).0).unwrap();
+    new.ingest_security(1, &parse_security(&read("security.ndjson")).0).unwrap();
+    let mut families = vec![Family::Delivery, Family::TopKUrl, Family::WafTrends, Family::RequestTrends];
+    families.push(Family::ShapingTrends);
+    families.extend(WAF_CATEGORIES.iter().map(|(c, _)| Family::WafTopK(c)));
+    families.extend(SHAPING_CATEGORIES.iter().map(|(c, _)| Family::ShapingTopK(c)));
+    let (mut compared, mut rows) = (0, 0);
+    let day = 86_400_000;
+    for family in families {
+        for set in family.groupings() {
+            let mut parts: Vec<&str> = set.split('/').collect();
+            let granularity = match family {
+                Family::WafTopK(_) | Family::ShapingTopK(_) => None,
+                _ => Some(parts.remove(0)),
+            };
+            let from = if granularity == Some("day") { now - now % day - 3 * day } else { now - 3 * day };
+            let raw = RawQuery {
+                starttime: Some(format_time(from - from % 3_600_000)),
+                endtime: Some(format_time(now + 3_600_000 - now % 3_600_000)),
+                dimensions: Some(parts.join(",")),
+                metrics: Some(family.metrics().join(",")).filter(|m| !m.is_empty()),
+                granularity: granularity.map(String::from),
+                limit: Some("1000".into()),
+                ..RawQuery::default()
+            };
+            let query = validate(family, &raw, now).unwrap_or_else(|e| panic!("{family:?} {set}: {e:?}"));
+            let answer = old.query(1, "acme", &query).unwrap();
+            assert_eq!(answer, new.query(1, "acme", &query).unwrap(), "{family:?} {set}");
+            compared += 1;
+            rows += answer.rows.len();
+        }
+    }
+    let raw = RawQuery {
+        starttime: Some(format_time(now - now % day - 2 * day)),
+        endtime: Some(format_time(now)),
+        dimensions: Some("event_timestamp_ms,client_ip,rule_id,request_path".into()),
+        limit: Some("1000".into()),
+        ..RawQuery::default()
+    };
+    let events = validate(Family::Events, &raw, now).unwrap();
+    assert_eq!(old.query(1, "acme", &events).unwrap().rows.len(), 40);
+    assert_eq!(old.query(1, "acme", &events).unwrap(), new.query(1, "acme", &events).unwrap());
+    assert!(compared > 200 && rows > 5000, "{compared} queries, {rows} rows");
+}

@@ -611,6 +611,9 @@ async fn on_ingest_threads<T: Send + 'static>(work: impl FnOnce() -> T + Send + 
     }
 }
 
+/// Stores a parsed batch for a customer: how many records, and what storing did besides.
+type StoreBatch<B> = fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<(u64, Stored), IngestError>;
+
 /// Decompresses (within the body limit), parses and stores an ingestion body, off the async runtime.
 async fn ingest_with<B: Send + 'static>(
     state: &AppState,
@@ -618,7 +621,7 @@ async fn ingest_with<B: Send + 'static>(
     headers: &HeaderMap,
     body: Bytes,
     parse: fn(&str) -> (B, ingest::Rejected),
-    store: fn(&dyn crate::stats::StatsEngine, i64, &B) -> Result<(u64, Stored), IngestError>,
+    store: StoreBatch<B>,
 ) -> AppResult<axum::Json<IngestResult>> {
     let encoding = ndjson(headers)?;
     let engine = state.stats.clone();
@@ -664,13 +667,13 @@ async fn ingest_with<B: Send + 'static>(
 #[utoipa::path(post, path = "/ingest/accesslogs", tag = "ingestion",
     request_body(content = String, content_type = "application/x-ndjson", description = "One access-log record per line"),
     responses(
-        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected", body = IngestResult),
+        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected; and the dimensions whose new values were stored as (other) because the customer holds as many distinct values of them as the server allows (--stats-max-values), with how many records", body = IngestResult),
         (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
         (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
-        (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
+        (status = 409, description = "statistics_full: the customer's statistics hold as many rows as the server allows (--stats-max-rows); nothing was stored. Rows make room as they pass their retention", body = ErrorBody),
     ))]
 async fn ingest_access(
     State(state): State<AppState>,
@@ -688,13 +691,13 @@ async fn ingest_access(
 #[utoipa::path(post, path = "/ingest/securityevents", tag = "ingestion",
     request_body(content = String, content_type = "application/x-ndjson", description = "One security event per line"),
     responses(
-        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected", body = IngestResult),
+        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected; and the dimensions whose new values were stored as (other) because the customer holds as many distinct values of them as the server allows (--stats-max-values), with how many records", body = IngestResult),
         (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding", body = ErrorBody),
         (status = 401, description = "Not authenticated", body = ErrorBody),
         (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
         (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
-        (status = 507, description = "The customer's statistics cannot hold more distinct values; nothing was stored", body = ErrorBody),
+        (status = 409, description = "statistics_full: the customer's statistics hold as many rows as the server allows (--stats-max-rows); nothing was stored. Rows make room as they pass their retention", body = ErrorBody),
     ))]
 async fn ingest_security(
     State(state): State<AppState>,
