@@ -28,7 +28,7 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Respo
 
 async fn answer(state: &AppState, headers: &HeaderMap) -> Result<String, AppError> {
     let Some(token) = &state.settings.metrics_token else {
-        return Err(AppError::NotFound("this server's metrics (start it with --metrics-token)"));
+        return Err(AppError::NotFound("metrics endpoint (start the server with --metrics-token to serve it)"));
     };
     let given = headers
         .get(header::AUTHORIZATION)

@@ -953,3 +953,30 @@ fn a_snapshot_of_the_previous_version_loads_and_answers_as_its_records_ingested_
     assert_eq!(old.query(1, "acme", &events).unwrap(), new.query(1, "acme", &events).unwrap());
     assert!(compared > 200 && rows > 5000, "{compared} queries, {rows} rows");
 }
+
+#[tokio::test]
+async fn retention_frees_the_values_no_row_uses_any_more_for_new_ones() {
+    let limits = Limits { max_values: 8, daily_retention_days: Some(2), ..Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    assert!(ingest(&app, "accesslogs", urls(0, 8)).await.body.get("folded").is_none());
+    assert_eq!(ingest(&app, "accesslogs", urls(8, 2)).await.body["folded"][0]["records"], 2);
+    let values = |app: &TestApp| {
+        app.state.stats.usage()[0].values.iter().find(|(d, _)| *d == "request_url").map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(values(&app), 9, "8 and (other)");
+    // 40 days on, every rollup holding those URLs has passed its retention (daily ones after two days here).
+    app.advance(40 * 86_400_000);
+    app.state.stats.enforce_retention(app.clock.now_ms()).unwrap();
+    assert_eq!(values(&app), 0);
+    assert_eq!(app.state.stats.usage()[0].rows, 0);
+    let new_urls: Vec<Value> = (100..108)
+        .map(|i| access("2026-02-09T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, &format!("/u{i}")))
+        .collect();
+    let reply = ingest(&app, "accesslogs", ndjson(&new_urls)).await;
+    assert_eq!(reply.body, json!({"accepted": 8, "rejected": [], "rejected_more": 0}), "room for eight new ones");
+    let day = "starttime=2026-02-09T00:00:00&endtime=2026-02-10T00:00:00";
+    let top =
+        get(&app, &format!("/stats/topk/url/data?{day}&dimensions=customer,property,request_url&metrics=hits")).await;
+    assert_eq!(top.body["rows"].as_array().unwrap().len(), 8, "{}", top.body);
+    assert!(top.body["rows"].as_array().unwrap().iter().all(|r| r[4] != "(other)"));
+}

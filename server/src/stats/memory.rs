@@ -253,6 +253,9 @@ struct Tenant {
     rows: std::sync::atomic::AtomicU64,
     /// Records whose value was folded since start, per dimension.
     folded: Vec<std::sync::atomic::AtomicU64>,
+    /// Held (shared) by a batch from its encoding to its application, and (alone) by the compaction of the
+    /// dictionaries, which renumbers the ids a batch in between was encoded with.
+    ids: RwLock<()>,
 }
 
 impl Tenant {
@@ -263,6 +266,7 @@ impl Tenant {
             events: RwLock::new(Events { ts: Vec::new(), cols: vec![Vec::new(); EVENT_DIMS.len()], sorted: true }),
             rows: Default::default(),
             folded: limits::new_folded_counters(),
+            ids: RwLock::new(()),
         }
     }
 
@@ -1540,6 +1544,7 @@ impl StatsEngine for MemoryEngine {
         let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         limits::room(&tenant, &self.limits)?;
+        let _ids = read(&tenant.ids);
         let encoded = self.encode_access(&tenant, batch)?;
         let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
         let folded = encoded.folded_records(&Self::access_columns(batch, &allow));
@@ -1567,6 +1572,7 @@ impl StatsEngine for MemoryEngine {
         let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         limits::room(&tenant, &self.limits)?;
+        let _ids = read(&tenant.ids);
         let encoded = self.encode_security(&tenant, batch)?;
         let folded = encoded.folded_records(&Self::security_columns(batch));
         let mut as_stored = None;

@@ -164,7 +164,9 @@ pub(super) fn compact_dictionaries(tenant: &Tenant, specs: &[Spec], max_values: 
     if candidates.is_empty() {
         return 0;
     }
-    // Every lock of the customer, in the engine's order (dictionaries, rollups, events).
+    // No batch between its encoding and its application, then every lock of the customer, in the engine's
+    // order (dictionaries, rollups, events).
+    let _ids = write(&tenant.ids);
     let mut dicts = write(&tenant.dicts);
     let mut rollups: Vec<_> = tenant.rollups.iter().map(write).collect();
     let mut events = write(&tenant.events);
