@@ -170,7 +170,9 @@ impl AppState {
         let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
             Some(url) => {
                 let (url, clock) = (ClickHouseUrl::parse(url)?, clock.clone());
-                Arc::new(tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??)
+                let days = settings.stats_limits.daily_retention_days;
+                let engine = tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??;
+                Arc::new(engine.with_daily_retention(days))
             }
             None => {
                 let (dir, clock, limits) = (settings.data_dir.clone(), clock.clone(), settings.stats_limits);

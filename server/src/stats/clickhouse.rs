@@ -26,7 +26,7 @@ use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK
 use serde::Deserialize;
 
 use super::{
-    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, StatsEngine, Stored, dim_id,
+    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, Limits, QueryError, SecurityBatch, StatsEngine, Stored, dim_id,
     ingest::{Column, SECURITY_DIMS},
     memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
 };
@@ -107,6 +107,8 @@ pub struct ClickHouseEngine {
     tables: Vec<String>,
     /// The last millisecond of the sequence handed out.
     last_slot: Mutex<u64>,
+    /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
+    daily_retention_days: Option<u32>,
 }
 
 impl Drop for ClickHouseEngine {
@@ -393,6 +395,17 @@ fn firsts(c: &Column) -> Vec<u32> {
 
 impl ClickHouseEngine {
     /// Connects, creates the database and schema when missing, and checks the schema's version.
+    /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
+    pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
+        self.daily_retention_days = days;
+        self
+    }
+
+    /// Whether `table` holds daily rollups.
+    fn is_daily(&self, table: &str) -> bool {
+        self.tables.iter().zip(&self.specs).any(|(t, s)| t == table && s.granularity == Granularity::Day)
+    }
+
     pub fn open(url: &StatsUrl, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -420,6 +433,7 @@ impl ClickHouseEngine {
             specs,
             tables,
             last_slot: Mutex::new(0),
+            daily_retention_days: None,
         };
         let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
         engine.block(async move { base.query(&create_db).execute().await }).map_err(anyhow::Error::from)?;
@@ -926,6 +940,10 @@ impl StatsEngine for ClickHouseEngine {
         let keep_from = |table: &str| -> Option<i64> {
             match table {
                 "access" => Granularity::FiveMinute.kept_from(now_ms),
+                t if self.daily_retention_days.is_some() && self.is_daily(t) => {
+                    Limits { daily_retention_days: self.daily_retention_days, ..Limits::NONE }
+                        .kept_from(Granularity::Day, now_ms)
+                }
                 "security" => Some(memory::day_start(now_ms) - EVENT_DAYS * 86_400_000),
                 t => self.tables.iter().position(|x| x == t).and_then(|i| self.specs[i].granularity.kept_from(now_ms)),
             }
