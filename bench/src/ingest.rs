@@ -82,6 +82,7 @@ pub fn post_all(
                         "rejected lines: {}",
                         &reply.to_string()[..reply.to_string().len().min(300)]
                     );
+                    anyhow::ensure!(reply.get("folded").is_none(), "values folded: {reply}");
                     accepted += reply["accepted"].as_u64().unwrap_or(0);
                 }
                 Ok((accepted, latencies))

@@ -26,7 +26,8 @@ use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK
 use serde::Deserialize;
 
 use super::{
-    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, Limits, QueryError, SecurityBatch, StatsEngine, Stored, dim_id,
+    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, Limits, QueryError, SecurityBatch, StatsEngine, Stored,
+    dim_id,
     ingest::{Column, SECURITY_DIMS},
     memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
 };

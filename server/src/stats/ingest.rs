@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 
 use edge_api::stats::{MAX_REJECTED, RejectedLine, parse_time};
+
+mod scan;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
@@ -285,7 +287,7 @@ impl<'a> SecurityBuilder<'a> {
 
 type Text<'a> = Cow<'a, str>;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 struct AccessLine<'a> {
     #[serde(borrow)]
@@ -470,7 +472,10 @@ fn int_text<'a>(v: u64) -> Cow<'a, str> {
 }
 
 fn access<'a>(line: &'a str, out: &mut AccessBuilder<'a>) -> Result<(), String> {
-    let l: AccessLine<'a> = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let l: AccessLine<'a> = match scan::scan_access(line) {
+        Some(l) => l,
+        None => serde_json::from_str(line).map_err(|e| e.to_string())?,
+    };
     short_texts(&[
         ("timestamp", &l.timestamp),
         ("browser_name", &l.browser_name),
