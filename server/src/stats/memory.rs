@@ -758,21 +758,14 @@ impl MemoryEngine {
         card.push(b.dims[4].values.len());
         card.push(1);
         let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
-        in_parts(b.len(), |r| {
-            // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
-            let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| &c.ids[r.clone()]).collect();
-            cols.push(&b.dims[4].ids[r.clone()]);
-            cols.push(&zeros[r.clone()]);
-            let metrics: Vec<&[u64]> = b.metrics.iter().map(|m| &m[r.clone()]).collect();
-            let input = Input {
-                ts: &b.ts_ms[r],
-                cols,
-                card: card.clone(),
-                metrics: Metrics::Columns(&metrics),
-                wanted: Vec::new(),
-                maps,
-            };
-            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows));
+        // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
+        let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
+        cols.push(&b.dims[4].ids);
+        cols.push(&zeros);
+        let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
+        let input = Input { ts: &b.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps };
+        in_parts(b.len(), |part| {
+            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part));
         });
     }
 
@@ -814,16 +807,18 @@ impl MemoryEngine {
             })
             .collect();
         let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
-        in_parts(n, |r| {
-            let input = Input {
-                ts: &b.ts_ms[r.clone()],
-                cols: b.dims.iter().map(|c| &c.ids[r.clone()]).collect(),
-                card: b.dims.iter().map(|c| c.values.len()).collect(),
-                metrics: Metrics::Count,
-                wanted: wanted.iter().map(|(records, w)| (*records, &w[r.clone()])).collect(),
-                maps,
-            };
-            self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows));
+        let input = Input {
+            ts: &b.ts_ms,
+            cols: b.dims.iter().map(|c| c.ids.as_slice()).collect(),
+            card: b.dims.iter().map(|c| c.values.len()).collect(),
+            metrics: Metrics::Count,
+            wanted: wanted.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
+            maps,
+        };
+        in_parts(n, |part| {
+            self.with_work(|work| {
+                self.security_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part)
+            });
         });
     }
 
@@ -928,23 +923,23 @@ pub(super) fn choose(
 }
 
 /// Batches of at least this many records are summed in parts on threads of their own.
-const PART_RECORDS: usize = 4096;
+const PART_RECORDS: usize = 2048;
 
-/// Runs `apply` on consecutive parts of `n` records: one part a core (at most four), each at least
-/// [`PART_RECORDS`], at once. Parts of a batch merge into the rollups as concurrent batches do, each rollup
-/// under its own lock; a request of one connection uses every core.
-fn in_parts(n: usize, apply: impl Fn(std::ops::Range<usize>) + Sync) {
+/// Runs `apply(part, parts)` for every part of a batch of `n` records at once: one part a core (at most
+/// [`aggregate::MAX_PARTS`]), each part summing and merging its own rollups (see [`Plan::apply`]), so that a
+/// request of one connection uses every core.
+fn in_parts(n: usize, apply: impl Fn((usize, usize)) + Sync) {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get().min(4)));
-    let parts = cores.min(n / PART_RECORDS).max(1);
+    let cores =
+        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get().min(aggregate::MAX_PARTS)));
+    let parts = if n >= PART_RECORDS { cores } else { 1 };
     if parts == 1 {
-        return apply(0..n);
+        return apply((0, 1));
     }
-    let bound = |i: usize| n * i / parts;
     std::thread::scope(|s| {
         let apply = &apply;
-        let others: Vec<_> = (1..parts).map(|i| s.spawn(move || apply(bound(i)..bound(i + 1)))).collect();
-        apply(0..bound(1));
+        let others: Vec<_> = (1..parts).map(|p| s.spawn(move || apply((p, parts)))).collect();
+        apply((0, parts));
         for other in others {
             if let Err(panic) = other.join() {
                 std::panic::resume_unwind(panic);

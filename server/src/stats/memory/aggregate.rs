@@ -51,7 +51,13 @@ pub(super) struct Plan {
     nodes: Vec<Node>,
     /// Sums a row (8 for access logs, 1 for security events).
     metrics: usize,
+    /// When a batch is summed in `p + 1` parts at once, `owners[p][node]` is the part that sums the node and
+    /// merges its rows (see [`Plan::apply`]).
+    owners: Vec<Vec<usize>>,
 }
+
+/// The most parts a batch is summed in at once.
+pub(super) const MAX_PARTS: usize = 4;
 
 /// What a rollup takes from a batch of its family, or None if it takes nothing.
 pub(super) struct Mapping {
@@ -108,7 +114,8 @@ impl Plan {
         for (i, n) in nodes.iter_mut().enumerate() {
             n.last_use = n.last_use.max(i);
         }
-        Plan { nodes, metrics }
+        let owners = (1..=MAX_PARTS).map(|parts| owners(&nodes, parts)).collect();
+        Plan { nodes, metrics, owners }
     }
 
     /// Nodes summed record by record.
@@ -116,6 +123,24 @@ impl Plan {
     fn roots(&self) -> usize {
         self.nodes.iter().filter(|n| n.parents.is_empty()).count()
     }
+}
+
+/// Which of `parts` parts sums each node: every node with a parent of its own part (so a part never waits for
+/// another), the parts' rollups about as many. Nodes come parents first; each goes to the least loaded part
+/// among those of its possible parents (any part for a node summed from the records).
+fn owners(nodes: &[Node], parts: usize) -> Vec<usize> {
+    let mut load = vec![0usize; parts];
+    let mut owner = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let part = if node.parents.is_empty() {
+            (0..parts).min_by_key(|p| load[*p]).unwrap_or(0)
+        } else {
+            node.parents.iter().map(|p| owner[*p]).min_by_key(|p: &usize| load[*p]).unwrap_or(0)
+        };
+        load[part] += node.targets.len();
+        owner.push(part);
+    }
+    owner
 }
 
 /// A batch's metrics, record by record.
@@ -411,6 +436,9 @@ fn try_lock<T>(lock: &RwLock<T>) -> Option<std::sync::RwLockWriteGuard<'_, T>> {
 impl Plan {
     /// Sums `input` into `rollups` (by spec index), node by node; `horizon` tells which buckets are kept and live (see [`Horizon`]). A rollup another batch is merging into is left for later, so that concurrent batches
     /// work on different rollups rather than wait for each other.
+    /// `(part, parts)`: this call sums the nodes of `part` of `parts` (see [`owners`]); the calls of all
+    /// parts, on threads of their own, sum the batch.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply(
         &self,
         work: &mut Work,
@@ -418,7 +446,9 @@ impl Plan {
         rollups: &[RwLock<Rollup>],
         horizon: &Horizon,
         rows: &AtomicU64,
+        (part, parts): (usize, usize),
     ) {
+        let owners = &self.owners[parts.clamp(1, MAX_PARTS) - 1];
         let n = input.ts.len();
         let m = self.metrics;
         // Buckets found for the previous batch are not this one's.
@@ -433,9 +463,12 @@ impl Plan {
         let mut waiting: Vec<(usize, usize)> = Vec::new();
         let mut pending = vec![0usize; self.nodes.len()];
         for (i, node) in self.nodes.iter().enumerate() {
+            if owners[i] != part {
+                continue;
+            }
             let mut out = work.spare.pop().unwrap_or_default();
             out.clear(node.cols.len());
-            let parent = node.parents.iter().copied().min_by_key(|p| aggs[*p].len());
+            let parent = node.parents.iter().copied().filter(|p| owners[*p] == part).min_by_key(|p| aggs[*p].len());
             match parent {
                 None => {
                     let cols: Vec<&[u32]> = node.cols.iter().map(|c| &input.cols[*c][..n]).collect();
@@ -656,5 +689,27 @@ mod tests {
         let plan = Plan::new(&specs, 8, Some(15), super::super::access_mapping);
         assert!(plan.nodes.iter().map(|n| n.targets.len()).sum::<usize>() >= 145);
         assert!(plan.roots() <= 24, "{} roots", plan.roots());
+    }
+
+    #[test]
+    fn parts_sum_nodes_from_parents_of_their_own_and_share_the_rollups_about_evenly() {
+        let specs = all_specs();
+        for (plan, total) in [
+            (Plan::new(&specs, 8, Some(15), super::super::access_mapping), 145),
+            (Plan::new(&specs, 1, None, super::super::security_mapping), 0),
+        ] {
+            let all: usize = plan.nodes.iter().map(|n| n.targets.len()).sum();
+            assert!(all >= total);
+            for parts in 1..=MAX_PARTS {
+                let owner = &plan.owners[parts - 1];
+                let mut load = vec![0; parts];
+                for (i, node) in plan.nodes.iter().enumerate() {
+                    assert!(node.parents.is_empty() || node.parents.iter().any(|p| owner[*p] == owner[i]));
+                    load[owner[i]] += node.targets.len();
+                }
+                let (least, most) = (load.iter().min().unwrap(), load.iter().max().unwrap());
+                assert!(most - least <= all / 10, "{parts} parts: {load:?}");
+            }
+        }
     }
 }
