@@ -154,6 +154,8 @@ pub struct AppState {
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Login attempts of this process waiting for others of their keys to be settled.
     pub login_waits: Arc<throttle::Waits>,
+    /// Idempotency keys of ingestion requests this process is handling now (customer, endpoint, key).
+    pub ingest_keys: Arc<std::sync::Mutex<std::collections::HashSet<(store::CustomerId, stats::Endpoint, String)>>>,
 }
 
 impl AppState {
@@ -190,6 +192,7 @@ impl AppState {
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,
             login_waits: Arc::default(),
+            ingest_keys: Arc::default(),
             settings: Arc::new(settings),
             draining: Arc::default(),
         })

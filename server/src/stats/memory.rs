@@ -16,14 +16,15 @@ use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS
 use rustc_hash::FxHashMap;
 
 use super::{
-    AccessBatch, AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, Limits, QueryError, SecurityBatch,
-    SecurityRecord, StatsEngine, Stored, Usage, dim_id,
+    AccessBatch, AccessRecord, Answer, Cell, DIMS, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError,
+    SecurityBatch, SecurityRecord, StatsEngine, Stored, Usage, dim_id,
     ingest::{Column, SECURITY_DIMS},
 };
 use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
 mod block;
+mod keys;
 mod limits;
 mod wal;
 
@@ -256,6 +257,8 @@ struct Tenant {
     /// Held (shared) by a batch from its encoding to its application, and (alone) by the compaction of the
     /// dictionaries, which renumbers the ids a batch in between was encoded with.
     ids: RwLock<()>,
+    /// Keys of the batches stored with an `Idempotency-Key` (each changed with its batch applied).
+    keys: Mutex<keys::Keys>,
 }
 
 impl Tenant {
@@ -267,6 +270,7 @@ impl Tenant {
             rows: Default::default(),
             folded: limits::new_folded_counters(),
             ids: RwLock::new(()),
+            keys: Mutex::new(keys::Keys::default()),
         }
     }
 
@@ -312,6 +316,14 @@ fn get_mut<T>(lock: &mut RwLock<T>) -> &mut T {
     lock.get_mut().unwrap_or_else(|e| e.into_inner())
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn get_mut_mutex<T>(mutex: &mut Mutex<T>) -> &mut T {
+    mutex.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
 pub struct MemoryEngine {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
@@ -329,7 +341,10 @@ pub struct MemoryEngine {
 }
 
 const WAL_MAGIC: u32 = 0x4544_4757;
-const SNAPSHOT_MAGIC: u32 = 0x4544_4753;
+/// Snapshots before kept keys (read, never written).
+const SNAPSHOT_MAGIC_V1: u32 = 0x4544_4753;
+/// Snapshots whose tenants end with their kept keys.
+const SNAPSHOT_MAGIC: u32 = 0x4544_4754;
 /// A checkpoint is taken by the housekeeping when the log grows past this.
 pub const CHECKPOINT_WAL_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -392,6 +407,9 @@ const KIND_ACCESS_ROWS: u8 = 0;
 const KIND_SECURITY_ROWS: u8 = 1;
 const KIND_ACCESS: u8 = 2;
 const KIND_SECURITY: u8 = 3;
+/// A batch sent with an `Idempotency-Key`: the kept key ([`keys::Entry`]), then the batch as above.
+const KIND_ACCESS_KEYED: u8 = 4;
+const KIND_SECURITY_KEYED: u8 = 5;
 
 impl Enc {
     fn varint(&mut self, mut v: u64) {
@@ -463,8 +481,9 @@ impl Dec<'_> {
     }
 }
 
-fn wire_access(b: &AccessBatch) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(b.len() * 48));
+/// Appends an access batch as the log keeps it.
+fn wire_access_into(e: &mut Enc, b: &AccessBatch) {
+    e.0.reserve(b.len() * 48);
     e.times(&b.ts_ms);
     for c in &b.dims {
         e.column(c);
@@ -472,16 +491,15 @@ fn wire_access(b: &AccessBatch) -> Vec<u8> {
     for col in &b.metrics {
         col.iter().for_each(|v| e.varint(*v));
     }
-    e.0
 }
 
-fn wire_security(b: &SecurityBatch) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(b.len() * 32));
+/// Appends a security batch as the log keeps it.
+fn wire_security_into(e: &mut Enc, b: &SecurityBatch) {
+    e.0.reserve(b.len() * 32);
     e.times(&b.ts_ms);
     for c in &b.dims {
         e.column(c);
     }
-    e.0
 }
 
 fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch> {
@@ -568,7 +586,7 @@ impl MemoryEngine {
         let mut applied = 0;
         let snapshot = dir.join("snapshot.bin");
         if snapshot.exists() {
-            applied = load_snapshot(&snapshot, specs.len(), &mut tenants)
+            applied = load_snapshot(&snapshot, specs.len(), clock.now_ms(), &mut tenants)
                 .with_context(|| format!("loading {}", snapshot.display()))?;
         }
         let wal_path = dir.join("wal.bin");
@@ -644,30 +662,43 @@ impl MemoryEngine {
                 continue;
             }
             seq = s;
+            // A keyed batch starts with its key, kept once the batch is applied.
+            let mut rest = Dec(payload);
+            let entry = match kind {
+                KIND_ACCESS_KEYED | KIND_SECURITY_KEYED => keys::Entry::decode(&mut rest).map(Some),
+                _ => Ok(None),
+            };
+            let keep = |tenant: &Tenant, entry: Option<keys::Entry>| {
+                if let Some(entry) = entry {
+                    lock(&tenant.keys).insert(entry, self.clock.now_ms());
+                }
+            };
             let result = match kind {
-                KIND_ACCESS | KIND_ACCESS_ROWS => {
-                    let batch = if kind == KIND_ACCESS {
-                        decode_access(Dec(payload), count as usize)
+                KIND_ACCESS | KIND_ACCESS_ROWS | KIND_ACCESS_KEYED => {
+                    let batch = if kind == KIND_ACCESS_ROWS {
+                        decode_access_rows(rest, count)
                     } else {
-                        decode_access_rows(Dec(payload), count)
+                        decode_access(rest, count as usize)
                     };
-                    batch.map_err(IngestError::from).and_then(|b| {
+                    entry.and_then(|e| batch.map(|b| (e, b))).map_err(IngestError::from).and_then(|(entry, b)| {
                         let tenant = self.tenant(customer);
                         let encoded = self.encode_access(&tenant, &b)?;
                         self.apply_access(&tenant, &b, &encoded.maps);
+                        keep(&tenant, entry);
                         Ok(())
                     })
                 }
-                KIND_SECURITY | KIND_SECURITY_ROWS => {
-                    let batch = if kind == KIND_SECURITY {
-                        decode_security(Dec(payload), count as usize)
+                KIND_SECURITY | KIND_SECURITY_ROWS | KIND_SECURITY_KEYED => {
+                    let batch = if kind == KIND_SECURITY_ROWS {
+                        decode_security_rows(rest, count)
                     } else {
-                        decode_security_rows(Dec(payload), count)
+                        decode_security(rest, count as usize)
                     };
-                    batch.map_err(IngestError::from).and_then(|b| {
+                    entry.and_then(|e| batch.map(|b| (e, b))).map_err(IngestError::from).and_then(|(entry, b)| {
                         let tenant = self.tenant(customer);
                         let encoded = self.encode_security(&tenant, &b)?;
                         self.apply_security(&tenant, &b, &encoded.maps);
+                        keep(&tenant, entry);
                         Ok(())
                     })
                 }
@@ -1530,8 +1561,15 @@ fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols:
     }
 }
 
-impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
+impl MemoryEngine {
+    /// Stores an access batch, and with it `key` if there is one (in the same log record, kept as the batch
+    /// is applied).
+    fn store_access(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
         if batch.is_empty() {
             return Ok(Stored::default());
         }
@@ -1551,15 +1589,51 @@ impl StatsEngine for MemoryEngine {
                 as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
             }
         }
-        let wire = wire_access(as_stored.as_ref().unwrap_or(batch));
+        let stored = Stored { folded: folded.iter().map(|(d, n)| (DIMS[*d], *n)).collect() };
+        let (kind, mut wire, entry) = self.keyed(KIND_ACCESS, KIND_ACCESS_KEYED, key, batch.len(), &stored);
+        wire_access_into(&mut wire, as_stored.as_ref().unwrap_or(batch));
         drop(as_stored);
-        let apply = || self.apply_access(&tenant, batch, &encoded.maps);
-        self.logged(KIND_ACCESS, customer, batch.len(), wire, apply)?;
+        let apply = || {
+            self.apply_access(&tenant, batch, &encoded.maps);
+            self.keep(&tenant, entry);
+        };
+        self.logged(kind, customer, batch.len(), wire.0, apply)?;
         limits::count_folded(&tenant, &folded);
-        Ok(Stored { folded: folded.into_iter().map(|(d, n)| (DIMS[d], n)).collect() })
+        Ok(stored)
     }
 
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
+    /// The log kind of a batch, the start of its record (its key's entry, if it has a key), and that entry.
+    fn keyed(
+        &self,
+        plain: u8,
+        keyed: u8,
+        key: Option<&Keyed>,
+        records: usize,
+        stored: &Stored,
+    ) -> (u8, Enc, Option<keys::Entry>) {
+        let mut wire = Enc(Vec::new());
+        match key {
+            None => (plain, wire, None),
+            Some(key) => {
+                let entry = keys::Entry::new(key, self.clock.now_ms(), records as u64, stored);
+                entry.encode(&mut wire);
+                (keyed, wire, Some(entry))
+            }
+        }
+    }
+
+    fn keep(&self, tenant: &Tenant, entry: Option<keys::Entry>) {
+        if let Some(entry) = entry {
+            lock(&tenant.keys).insert(entry, self.clock.now_ms());
+        }
+    }
+
+    fn store_security(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
         if batch.is_empty() {
             return Ok(Stored::default());
         }
@@ -1577,12 +1651,51 @@ impl StatsEngine for MemoryEngine {
                 as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
             }
         }
-        let wire = wire_security(as_stored.as_ref().unwrap_or(batch));
+        let stored = Stored { folded: folded.iter().map(|(d, n)| (DIMS[*d], *n)).collect() };
+        let (kind, mut wire, entry) = self.keyed(KIND_SECURITY, KIND_SECURITY_KEYED, key, batch.len(), &stored);
+        wire_security_into(&mut wire, as_stored.as_ref().unwrap_or(batch));
         drop(as_stored);
-        let apply = || self.apply_security(&tenant, batch, &encoded.maps);
-        self.logged(KIND_SECURITY, customer, batch.len(), wire, apply)?;
+        let apply = || {
+            self.apply_security(&tenant, batch, &encoded.maps);
+            self.keep(&tenant, entry);
+        };
+        self.logged(kind, customer, batch.len(), wire.0, apply)?;
         limits::count_folded(&tenant, &folded);
-        Ok(Stored { folded: folded.into_iter().map(|(d, n)| (DIMS[d], n)).collect() })
+        Ok(stored)
+    }
+}
+
+impl StatsEngine for MemoryEngine {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, None)
+    }
+
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, None)
+    }
+
+    fn ingest_access_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, Some(key))
+    }
+
+    fn ingest_security_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, Some(key))
+    }
+
+    fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
+        let Some(tenant) = self.existing_tenant(customer) else { return Ok(None) };
+        let now = self.clock.now_ms();
+        Ok(lock(&tenant.keys).get(endpoint, key, now))
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
@@ -1627,6 +1740,7 @@ impl StatsEngine for MemoryEngine {
                     t.drop_rows(cut as u64);
                 }
             }
+            lock(&t.keys).prune(now_ms);
             let dropped = limits::compact_dictionaries(&t, &self.specs, self.limits.max_values);
             if dropped > 0 {
                 tracing::info!(values = dropped, "statistics: dropped dictionary values no stored row uses any more");
@@ -1737,6 +1851,10 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
     for c in &ev.cols {
         write_u32s(w, c)?;
     }
+    let mut keys = Enc(Vec::new());
+    lock(&t.keys).encode(&mut keys);
+    w.write_all(&(keys.0.len() as u64).to_le_bytes())?;
+    w.write_all(&keys.0)?;
     Ok(())
 }
 
@@ -1769,9 +1887,20 @@ impl<R: Read> Reader<R> {
 }
 
 /// Loads a snapshot; returns the log sequence number it includes.
-fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, Tenant>) -> anyhow::Result<u64> {
+/// Loads a snapshot (of this version, or of the one before kept keys); returns the log sequence number it
+/// includes. Kept keys older than a day at `now_ms` are not loaded.
+fn load_snapshot(
+    path: &Path,
+    n_specs: usize,
+    now_ms: i64,
+    tenants: &mut HashMap<CustomerId, Tenant>,
+) -> anyhow::Result<u64> {
     let mut r = Reader(BufReader::with_capacity(1 << 20, File::open(path)?));
-    anyhow::ensure!(r.u32()? == SNAPSHOT_MAGIC, "not a statistics snapshot");
+    let with_keys = match r.u32()? {
+        SNAPSHOT_MAGIC => true,
+        SNAPSHOT_MAGIC_V1 => false,
+        _ => anyhow::bail!("not a statistics snapshot"),
+    };
     let seq = r.u64()?;
     anyhow::ensure!(r.u32()? as usize == n_specs, "the snapshot was written by another version of the rollup set");
     let n = r.u32()?;
@@ -1803,6 +1932,12 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
         ev.sorted = r.bytes::<1>()?[0] == 1;
         for c in &mut ev.cols {
             *c = r.u32s()?;
+        }
+        if with_keys {
+            let len = r.u64()? as usize;
+            let mut raw = vec![0u8; len];
+            r.0.read_exact(&mut raw)?;
+            *get_mut_mutex(&mut t.keys) = keys::Keys::decode(&mut Dec(&raw), now_ms)?;
         }
         let held = t.footprint();
         t.add_rows(held.rollup_rows + held.event_rows);

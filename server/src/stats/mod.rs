@@ -107,6 +107,60 @@ pub struct Stored {
     pub folded: Vec<(&'static str, u64)>,
 }
 
+/// The ingestion endpoint a batch came to: an `Idempotency-Key` is scoped to the customer and this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    AccessLogs,
+    SecurityEvents,
+}
+
+impl Endpoint {
+    pub fn code(self) -> u8 {
+        match self {
+            Endpoint::AccessLogs => 0,
+            Endpoint::SecurityEvents => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Endpoint> {
+        match code {
+            0 => Some(Endpoint::AccessLogs),
+            1 => Some(Endpoint::SecurityEvents),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Endpoint::AccessLogs => "accesslogs",
+            Endpoint::SecurityEvents => "securityevents",
+        }
+    }
+}
+
+/// An ingestion request's `Idempotency-Key`, with the SHA-256 of its decoded body: the engine stores the
+/// batch and keeps the key in one step, so that a retry of the same request is answered from what is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyed {
+    pub endpoint: Endpoint,
+    pub key: String,
+    pub body_hash: [u8; 32],
+}
+
+/// What is kept of a batch stored with a key: enough to answer a retry as the first attempt was answered
+/// (the rejected lines are the body's own, read again from the retry's identical body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub body_hash: [u8; 32],
+    pub accepted: u64,
+    pub folded: Vec<(&'static str, u64)>,
+}
+
+/// How long, and how many per customer and engine, keys of stored batches are kept; an older key (or one
+/// past the count, oldest first) is forgotten, and a retry with it is stored again.
+pub const KEYS_KEPT_MS: i64 = 24 * 3_600_000;
+pub const KEYS_KEPT_PER_CUSTOMER: usize = 100_000;
+
 /// What one customer's statistics hold (the embedded engine).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -136,6 +190,25 @@ pub trait StatsEngine: Send + Sync + 'static {
     /// Stores a batch of parsed security events; durable when it returns Ok. On an error nothing of the batch
     /// is stored.
     fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError>;
+    /// [`StatsEngine::ingest_access`] of a batch sent with an `Idempotency-Key`: the batch and the key are
+    /// stored together (both or neither, also across a crash), so that [`StatsEngine::kept`] finds the key
+    /// exactly when the batch is stored. The caller has checked that the key is not kept already, and holds
+    /// it alone in this process.
+    fn ingest_access_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError>;
+    /// [`StatsEngine::ingest_access_keyed`] for security events.
+    fn ingest_security_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError>;
+    /// What is kept of the batch stored with `key` for this customer and endpoint, if any.
+    fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError>;
     /// Answers a validated query for `customer` (named `customer_name`, the value of the `customer` dimension).
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError>;
     /// Drops what is older than the retention of each granularity, and raw events before the previous three
