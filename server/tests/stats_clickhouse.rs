@@ -402,3 +402,139 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
         assert_eq!(status, StatusCode::OK, "{path}");
     }
 }
+
+/// Runs `sql` on `database` of `server` (as an operator would with clickhouse-client); its answer as text.
+fn clickhouse_sql(server: &edge_cluster::ClickHouse, database: &str, sql: &str) -> String {
+    let url = format!("http://127.0.0.1:{}/?database={database}", server.http_port);
+    match ureq::post(&url).send_string(sql) {
+        Ok(reply) => reply.into_string().expect("an answer"),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+/// One query of every grouping set of every family over the records' days, and the raw events.
+fn every_set() -> Vec<String> {
+    let mut out: Vec<String> = targets()
+        .into_iter()
+        .map(|(path, family, granularity, set)| {
+            let mut p = vec![("starttime", format_time(T0 - 3 * DAY)), ("endtime", format_time(T0))];
+            if !set.is_empty() {
+                p.push(("dimensions", set.join(",")));
+            }
+            if !family.metrics().is_empty() {
+                p.push(("metrics", family.metrics().join(",")));
+            }
+            if let Some(g) = granularity {
+                p.push(("granularity", g));
+            }
+            p.push(("limit", "1000".into()));
+            format!("{path}?{}", serde_urlencoded::to_string(&p).unwrap_or_default())
+        })
+        .collect();
+    out.push(format!(
+        "/stats/security/events/data?starttime={}&endtime={}&dimensions=event_timestamp_ms,client_ip,rule_id,request_path&limit=1000",
+        format_time(T0 - 3 * DAY),
+        format_time(T0)
+    ));
+    out
+}
+
+async fn keyed(app: &TestApp, kind: &str, key: &str, lines: &[Value]) -> Reply {
+    let body = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    let r =
+        req(Method::POST, &format!("/acme/v1/ingest/{kind}")).basic("alice", PASSWORD).header("idempotency-key", key);
+    app.send(r.raw("application/x-ndjson", body).done()).await
+}
+
+/// A retried batch with its key is stored once in ClickHouse whatever a cut-off first attempt left: the
+/// attempts are made by dropping, after a whole keyed insert, the parts a kill could have kept from being
+/// written (whole (table, day) parts: a kill leaves no part half-written) — the kept key, the rollups, some
+/// days of some tables, the raw rows — and every query of every grouping set must then answer exactly as
+/// the embedded engine does with the batch stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_batch_cut_off_anywhere_is_completed_by_its_retry_and_stored_once() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let server = clickhouse_server();
+    let database = "edge_repair";
+    let embedded = TestApp::new().await;
+    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    let mut rng = StdRng::seed_from_u64(28);
+    let access: Vec<Value> = (0..400).map(|_| access_record(&mut rng)).collect();
+    let security: Vec<Value> = (0..200).map(|_| security_record(&mut rng)).collect();
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &access).await.status, StatusCode::OK);
+    assert_eq!(ingest(&embedded, "acme", "alice", "securityevents", &security).await.status, StatusCode::OK);
+    let first_access = keyed(&clickhouse, "accesslogs", "access.log:0", &access).await;
+    let first_security = keyed(&clickhouse, "securityevents", "events.log:0", &security).await;
+    assert_eq!(first_access.status, StatusCode::OK, "{}", first_access.body);
+    assert_eq!(first_security.status, StatusCode::OK, "{}", first_security.body);
+    let queries = every_set();
+    let same_as_once = || async {
+        for q in &queries {
+            let status = compare(&embedded, &clickhouse, q).await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(status, StatusCode::OK, "{q}");
+        }
+    };
+    same_as_once().await;
+    let again = keyed(&clickhouse, "accesslogs", "access.log:0", &access).await;
+    assert_eq!((&again.body, again.headers.get("idempotent-replayed").is_some()), (&first_access.body, true));
+    same_as_once().await;
+
+    let tables: Vec<String> = clickhouse_sql(
+        &server,
+        database,
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' \
+         AND name NOT IN ('dict') ORDER BY name",
+    )
+    .lines()
+    .map(String::from)
+    .collect();
+    assert!(tables.len() > 10 && tables.contains(&"ingest_keys".to_string()), "{tables:?}");
+    let partitions = |table: &str| -> Vec<String> {
+        clickhouse_sql(
+            &server,
+            database,
+            &format!(
+                "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = '{table}' \
+                 AND active ORDER BY partition"
+            ),
+        )
+        .lines()
+        .map(|p| p.trim_matches('\'').to_string())
+        .collect()
+    };
+    let cut = |table: &str, keep: &dyn Fn(usize, usize) -> bool| {
+        for (i, p) in partitions(table).iter().enumerate() {
+            let t = tables.iter().position(|x| x == table).unwrap_or(0);
+            if table == "ingest_keys" || !keep(t, i) {
+                clickhouse_sql(&server, database, &format!("ALTER TABLE {table} DROP PARTITION '{p}'"));
+            }
+        }
+    };
+    type Keep = dyn Fn(usize, usize) -> bool;
+    let scenarios: [(&str, &Keep); 4] = [
+        ("stored whole, killed before its key was kept", &|_, _| true),
+        ("raw rows written, no rollup", &|_, _| false),
+        ("some days of some tables", &|t, i| (t + i) % 2 == 0),
+        ("nothing but the dictionary", &|_, _| false),
+    ];
+    for (n, (what, keep)) in scenarios.into_iter().enumerate() {
+        for table in &tables {
+            let raw = table == "access" || table == "security";
+            let keep: &Keep = if raw && n == 1 { &|_, _| true } else { keep };
+            cut(table, keep);
+        }
+        for (kind, key, lines, first) in [
+            ("accesslogs", "access.log:0", &access, &first_access),
+            ("securityevents", "events.log:0", &security, &first_security),
+        ] {
+            let retry = keyed(&clickhouse, kind, key, lines).await;
+            assert_eq!((retry.status, &retry.body), (StatusCode::OK, &first.body), "{what}: {kind}");
+            assert!(retry.headers.get("idempotent-replayed").is_none(), "{what}: completed, not replayed");
+            let replay = keyed(&clickhouse, kind, key, lines).await;
+            assert_eq!(replay.headers.get("idempotent-replayed").map(|v| v.as_bytes()), Some(&b"true"[..]), "{what}");
+        }
+        same_as_once().await;
+        eprintln!("{what}: completed by the retry, every query as with the batch stored once");
+    }
+    assert!(!clickhouse_sql(&server, database, "SHOW TABLES").contains("repair_"), "scratch tables are dropped");
+}

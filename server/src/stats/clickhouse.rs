@@ -449,7 +449,9 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
     for source in [Source::Access, Source::Security] {
         let columns = source.columns().join(", ");
         out.push(format!(
-            "CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_{0} TO {0} AS SELECT {columns} FROM {0}_in",
+            // ClickHouse 18.16 expects a view to give the target's MATERIALIZED column too.
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_{0} TO {0} AS SELECT {columns}, toDate(intDiv(ts, 1000)) AS day \
+             FROM {0}_in",
             source.raw()
         ));
     }
