@@ -439,6 +439,12 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
             .into(),
     );
     out.push(
+        "CREATE TABLE IF NOT EXISTS ingest_batches (customer Int64, endpoint UInt8, key String, batch UInt64, \
+         at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
+         ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
+            .into(),
+    );
+    out.push(
         "CREATE TABLE IF NOT EXISTS ingest_keys (customer Int64, endpoint UInt8, key String, body_hash String, \
          accepted UInt64, at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
          ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
@@ -697,11 +703,12 @@ impl ClickHouseEngine {
         })
     }
 
-    /// Stores a batch sent with a key. Without a trace of an earlier attempt (raw rows with its batch id, or
-    /// marker rows in a rollup table) it is inserted as any batch; with one — an attempt cut off half-way,
-    /// or one that was stored but not answered — only the parts it did not leave are written, each (table,
-    /// day) from the batch's own rows. Then the key is kept. Every step leaves whole parts, so a repair cut
-    /// off is repaired by the next retry the same way.
+    /// Stores a batch sent with a key. A batch no attempt has begun (no row in `ingest_batches`, which is
+    /// written before anything else of it) is inserted as any batch. One begun before — an attempt cut off
+    /// half-way, or one that was stored but not answered — is looked for: only the parts its traces (raw rows
+    /// with its batch id, marker rows in the rollup tables) do not show are written, each (table, day) from
+    /// the batch's own rows. Then the key is kept. Every step leaves whole parts, so a repair cut off is
+    /// repaired by the next retry the same way.
     fn store_keyed(
         &self,
         customer: CustomerId,
@@ -711,7 +718,34 @@ impl ClickHouseEngine {
         ts_range: (i64, i64),
         (dict, rows, records): (Vec<u8>, Vec<u8>, usize),
     ) -> Result<(), Failure> {
-        let landed = self.landed(customer, source, batch, ts_range)?;
+        let client = self.client.clone();
+        let (endpoint, key_text, now) = (key.endpoint.code(), key.key.clone(), self.clock.now_ms());
+        let begun = self.block(async move {
+            let begun = client
+                .query(
+                    "SELECT count() FROM ingest_batches WHERE customer = ? AND endpoint = ? AND key = ? AND batch = ?",
+                )
+                .bind(customer)
+                .bind(endpoint)
+                .bind(&key_text)
+                .bind(batch)
+                .fetch_one::<u64>()
+                .await?;
+            if begun == 0 {
+                // Acknowledged before the batch's insert starts: without this row, nothing of the batch exists.
+                client
+                    .query("INSERT INTO ingest_batches (customer, endpoint, key, batch, at_ms) VALUES (?, ?, ?, ?, ?)")
+                    .bind(customer)
+                    .bind(endpoint)
+                    .bind(&key_text)
+                    .bind(batch)
+                    .bind(now)
+                    .execute()
+                    .await?;
+            }
+            Ok(begun > 0)
+        })?;
+        let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
             self.insert(dict, source, rows)?;
         } else {
@@ -1346,7 +1380,7 @@ impl StatsEngine for ClickHouseEngine {
                 }
                 "security" => Some(memory::day_start(now_ms) - EVENT_DAYS * 86_400_000),
                 // Kept keys: at least a day.
-                "ingest_keys" => Some(now_ms - super::KEYS_KEPT_MS),
+                "ingest_keys" | "ingest_batches" => Some(now_ms - super::KEYS_KEPT_MS),
                 "edge_schema" | "dict" => None,
                 t => self.tables.iter().position(|x| x == t).and_then(|i| self.specs[i].granularity.kept_from(now_ms)),
             }
