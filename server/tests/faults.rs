@@ -1,5 +1,6 @@
 //! Faults with real processes: the server binary with its data dir on a small tmpfs that fills up or turns
-//! read-only, ClickHouse killed under it, and SIGTERM under load. Each test states what clients get during the
+//! read-only, ClickHouse killed under it, SIGTERM under load, and chunks sent with an `Idempotency-Key` cut
+//! off by SIGKILL of the server or of ClickHouse, then retried (stored once). Each test states what clients get during the
 //! fault (503 with `Retry-After` and the JSON error body, never a 404 or a 500, `/readyz` failing), that the
 //! server recovers by itself once the cause is gone, and that nothing it acknowledged is lost. Recovery times
 //! are printed (`cargo test --test faults -- --nocapture`); the README quotes them.

@@ -3,7 +3,8 @@
 //! any order, metrics, filters (==, !=, AND, OR, escaped values, the customer), sortby, start/limit,
 //! granularities and time ranges — must give byte-identical answers (status, body, X-Total-Results); a
 //! difference shrinks to a minimal query. Against a real ClickHouse (see `edge_cluster::ClickHouse`). Also:
-//! connection failures answer 503 and recover; tenants stay apart.
+//! connection failures answer 503 and recover; tenants stay apart; a keyed batch cut off anywhere is completed
+//! by its retry and stored once.
 mod common;
 
 use axum::http::{Method, StatusCode};
