@@ -612,3 +612,48 @@ async fn a_batch_refused_as_statistics_full_keeps_no_key() {
     let kept = app.state.stats.kept(customer, edge_server::stats::Endpoint::AccessLogs, "k").unwrap();
     assert_eq!(kept, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_keyed_chunk_sent_four_times_at_once_is_stored_once() {
+    let app = Arc::new(TestApp::new().await);
+    let body = access_lines(6_000).join("\n").into_bytes();
+    let sends: Vec<_> = (0..4)
+        .map(|_| {
+            let (app, body) = (app.clone(), body.clone());
+            tokio::spawn(async move { post_keyed(&app, "acme", "accesslogs", "same", body, None).await })
+        })
+        .collect();
+    let mut stored = 0;
+    for send in sends {
+        let reply = send.await.unwrap();
+        match (reply.status, replayed(&reply)) {
+            (StatusCode::OK, None) => stored += 1,
+            (StatusCode::OK, Some("true")) => assert_eq!(reply.body["accepted"], 6_000),
+            _ => assert_error(&reply, StatusCode::CONFLICT, "idempotency_key_in_use"),
+        }
+    }
+    assert_eq!(stored, 1, "one of them stored the chunk");
+    assert_eq!(post(&app, "globex", "accesslogs", body.clone(), None).await.status, StatusCode::OK);
+    same_answers(&app, "acme", &app, "globex").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_answer_names_the_values_folded_the_first_time() {
+    let limits = edge_server::stats::Limits { max_values: 1_000, ..edge_server::stats::Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    let lines: Vec<String> = access_lines(1_200)
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| l.replacen("\"request_url\":\"/u", &format!("\"request_url\":\"/{i}/u"), 1))
+        .collect();
+    let body = lines.join("\n").into_bytes();
+    let first = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body["folded"][0]["dimension"], "request_url", "{}", first.body);
+    // Retried, and after a restart (the answer comes from the kept key, not from storing again).
+    let again = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!((&again.body, replayed(&again)), (&first.body, Some("true")));
+    let app = restart(app).await;
+    let after = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!((&after.body, replayed(&after)), (&first.body, Some("true")));
+}
