@@ -540,3 +540,94 @@ async fn a_keyed_batch_cut_off_anywhere_is_completed_by_its_retry_and_stored_onc
     }
     assert!(!clickhouse_sql(&server, database, "SHOW TABLES").contains("repair_"), "scratch tables are dropped");
 }
+
+/// The schema version 1 created (main's server before exactly-once ingestion, on ClickHouse 18.16; `SHOW CREATE
+/// TABLE` of each table, then each view, on 2026-11-25).
+const SCHEMA_V1: &str = include_str!("fixtures/clickhouse-schema-v1.sql");
+
+/// An access record as schema version 1 stored it: a raw row (dimensions as text) of `customer`.
+fn v1_row(customer: i64, seq: usize, record: &Value) -> String {
+    let mut row = serde_json::Map::new();
+    row.insert("customer".into(), json!(customer));
+    let ts = edge_api::stats::parse_time(record["timestamp"].as_str().unwrap_or("")).expect("a time");
+    row.insert("ts".into(), json!(ts));
+    row.insert("seq".into(), json!(seq));
+    for d in edge_server::stats::DIMS[..14].iter() {
+        let text = match &record[*d] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => v.to_string(),
+        };
+        row.insert(d.to_string(), json!(text));
+    }
+    for m in DELIVERY_METRICS {
+        row.insert(m.to_string(), json!(record[m].as_u64().unwrap_or(if m == "hits" { 1 } else { 0 })));
+    }
+    Value::Object(row).to_string()
+}
+
+/// Each delivery grouping set's sums of hits and last-mile bytes over the records' days.
+async fn delivery_sums(app: &TestApp) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    for (path, family, granularity, set) in targets() {
+        if family != Family::Delivery {
+            continue;
+        }
+        let g = granularity.unwrap_or_default();
+        let uri = format!(
+            "/acme/v1{path}?starttime={}&endtime={}&granularity={g}&dimensions={}&metrics=hits,last_mile_bandwidth_bytes&limit=2500",
+            format_time(T0 - 3 * DAY),
+            format_time(T0),
+            set.join(",")
+        );
+        let reply = app.send(req(Method::GET, &uri).basic("alice", PASSWORD).done()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.body);
+        let rows = reply.body["rows"].as_array().cloned().unwrap_or_default();
+        assert!(rows.len() < 2500, "{uri}: every row in one page");
+        let sum = |from_end: usize| -> u64 {
+            rows.iter().filter_map(|r| r.as_array().and_then(|r| r[r.len() - from_end].as_u64())).sum()
+        };
+        out.push((format!("{g}/{}", set.join("/")), sum(2), sum(1)));
+    }
+    out
+}
+
+/// A database of schema version 1 is upgraded at start (the raw tables get their batch column, the views move
+/// to the Null tables, the old ones are dropped): its rows still count, and keyed batches are stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_schema_version_1_is_upgraded_and_its_rows_still_count() {
+    let server = clickhouse_server();
+    let database = "edge_v1";
+    clickhouse_sql(&server, "default", &format!("CREATE DATABASE {database}"));
+    for statement in SCHEMA_V1.split("\n;\n").map(str::trim).filter(|s| !s.is_empty()) {
+        clickhouse_sql(&server, database, statement);
+    }
+    clickhouse_sql(&server, database, "INSERT INTO edge_schema VALUES (1, 0)");
+    let embedded = TestApp::new().await;
+    let acme = embedded.state.store.customer_by_name("acme").await.unwrap().unwrap().id;
+    let mut rng = StdRng::seed_from_u64(1);
+    let old: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
+    // Stored as version 1 stored them: into the raw table, whose views fed the rollups.
+    let rows: Vec<String> = old.iter().enumerate().map(|(i, r)| v1_row(acme, i, r)).collect();
+    clickhouse_sql(&server, database, &format!("INSERT INTO access FORMAT JSONEachRow\n{}", rows.join("\n")));
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &old).await.status, StatusCode::OK);
+
+    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    assert_eq!(clickhouse.state.store.customer_by_name("acme").await.unwrap().unwrap().id, acme);
+    assert_eq!(clickhouse_sql(&server, database, "SELECT max(version) FROM edge_schema").trim(), "2");
+    let old_views = clickhouse_sql(
+        &server,
+        database,
+        "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE 'mv%' \
+         AND name NOT LIKE 'mvi%'",
+    );
+    assert_eq!(old_views.trim(), "0", "the views of version 1 are gone");
+    assert_eq!(delivery_sums(&clickhouse).await, delivery_sums(&embedded).await, "version 1's rows");
+
+    let new: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
+    assert_eq!(keyed(&clickhouse, "accesslogs", "new:0", &new).await.status, StatusCode::OK);
+    let again = keyed(&clickhouse, "accesslogs", "new:0", &new).await;
+    assert_eq!(again.headers.get("idempotent-replayed").map(|v| v.as_bytes()), Some(&b"true"[..]));
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &new).await.status, StatusCode::OK);
+    assert_eq!(delivery_sums(&clickhouse).await, delivery_sums(&embedded).await, "both batches once");
+}
