@@ -905,6 +905,11 @@ pub struct MetricList {
 /// An ingestion answer lists at most this many rejected lines; the rest are counted in `rejected_more`.
 pub const MAX_REJECTED: usize = 100;
 
+/// The value a text dimension's values are stored as once the customer holds as many distinct values of that
+/// dimension as the server allows (integer dimensions: 0). Queries see it as any other value; a record that
+/// sends it as is counts with the folded ones.
+pub const OTHER_VALUE: &str = "(other)";
+
 /// Answer of an ingestion call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -917,6 +922,22 @@ pub struct IngestResult {
     /// small whatever the body held.
     #[serde(default)]
     pub rejected_more: u64,
+    /// The dimensions whose new values were stored as `(other)` (0 for integer dimensions) because the
+    /// customer already holds as many distinct values of them as the server allows; the records are stored,
+    /// counted under that value. Left out when nothing was folded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folded: Vec<FoldedDimension>,
+}
+
+/// Records of an ingestion call whose value of a dimension was folded into `(other)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FoldedDimension {
+    pub dimension: String,
+    /// Records of the call whose value was folded.
+    pub records: u64,
+    /// Distinct values of the dimension a customer may hold.
+    pub limit: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

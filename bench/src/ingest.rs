@@ -82,6 +82,7 @@ pub fn post_all(
                         "rejected lines: {}",
                         &reply.to_string()[..reply.to_string().len().min(300)]
                     );
+                    anyhow::ensure!(reply.get("folded").is_none(), "values folded: {reply}");
                     accepted += reply["accepted"].as_u64().unwrap_or(0);
                 }
                 Ok((accepted, latencies))
@@ -141,7 +142,9 @@ pub fn run(args: &Args) -> Result<()> {
     let file = work.join("records.ndjson");
     let shape = match args.value("--data") {
         None => Shape::Realistic,
-        Some(s) => Shape::parse(&s).context("--data is realistic or uniform")?,
+        Some(s) => Shape::parse(&s).context(
+            "--data is hour-in-order, hour-shuffled, day-shuffled, 5-days-shuffled, late-arrivals or uniform",
+        )?,
     };
     if kind == "accesslogs" {
         logs::write_access(&file, n, end, shape)?;

@@ -76,18 +76,74 @@ impl Zipf {
 /// Which data an ingestion measurement posts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
-    /// Like a CDN's logs: see [`write_access`] and [`write_security`].
+    /// Like a CDN's logs, in time order over the last hour: see [`write_access`] and [`write_security`].
     Realistic,
+    /// The same records, their times spread over the last `span` and posted in random order (a shipper's
+    /// backlog, several sources interleaved, a backfill).
+    Shuffled(Span),
+    /// The same records, 90% live (in time order over the last hour) and 10% one to six hours late (edge
+    /// servers flushing late), interleaved.
+    Late,
     /// Every field drawn independently and uniformly: the worst case for rollups.
     Uniform,
 }
 
+/// How far back shuffled records reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    Hour,
+    Day,
+    FiveDays,
+}
+
+impl Span {
+    fn millis(self) -> i64 {
+        match self {
+            Span::Hour => HOUR,
+            Span::Day => DAY,
+            Span::FiveDays => 5 * DAY,
+        }
+    }
+}
+
 impl Shape {
+    /// Every shape, by name.
+    pub const ALL: [Shape; 6] = [
+        Shape::Realistic,
+        Shape::Shuffled(Span::Hour),
+        Shape::Shuffled(Span::Day),
+        Shape::Shuffled(Span::FiveDays),
+        Shape::Late,
+        Shape::Uniform,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Realistic => "hour-in-order",
+            Shape::Shuffled(Span::Hour) => "hour-shuffled",
+            Shape::Shuffled(Span::Day) => "day-shuffled",
+            Shape::Shuffled(Span::FiveDays) => "5-days-shuffled",
+            Shape::Late => "late-arrivals",
+            Shape::Uniform => "uniform",
+        }
+    }
+
+    /// What the benchmark's tables say of the records' times.
+    pub fn description(self) -> &'static str {
+        match self {
+            Shape::Realistic => "last hour, in order",
+            Shape::Shuffled(Span::Hour) => "last hour, shuffled",
+            Shape::Shuffled(Span::Day) => "last 24 hours, shuffled",
+            Shape::Shuffled(Span::FiveDays) => "5 days, shuffled",
+            Shape::Late => "90% live, 10% 1–6 hours late",
+            Shape::Uniform => "uniform, last day in order",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Shape> {
         match s {
             "realistic" => Some(Shape::Realistic),
-            "uniform" => Some(Shape::Uniform),
-            _ => None,
+            _ => Shape::ALL.into_iter().find(|shape| shape.name() == s),
         }
     }
 }
@@ -218,14 +274,42 @@ fn fnv(mut h: u64, x: u64) -> u64 {
 pub fn write_access(path: &Path, n: u64, end: i64, shape: Shape) -> Result<()> {
     let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
     match shape {
-        Shape::Realistic => realistic_access(&mut out, n, end)?,
         Shape::Uniform => uniform_access(&mut out, n, end)?,
+        _ => realistic_access(&mut out, n, end, times(n, end, shape))?,
     }
     out.flush()?;
     Ok(())
 }
 
-fn realistic_access(out: &mut impl Write, n: u64, end: i64) -> Result<()> {
+/// The records' times of a shape other than [`Shape::Realistic`] (None: that one's, which the generators
+/// compute as they go).
+fn times(n: u64, end: i64, shape: Shape) -> Option<Vec<i64>> {
+    let mut rng = Rng(23);
+    let spread = |span: i64, i: u64, rng: &mut Rng| {
+        let start = end - span;
+        (start + (i128::from(i) * i128::from(span) / i128::from(n)) as i64 - rng.below(1000) as i64).max(start)
+    };
+    match shape {
+        Shape::Realistic | Shape::Uniform => None,
+        Shape::Shuffled(span) => {
+            let mut ts: Vec<i64> = (0..n).map(|i| spread(span.millis(), i, &mut rng)).collect();
+            for i in (1..ts.len()).rev() {
+                ts.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            Some(ts)
+        }
+        Shape::Late => Some(
+            (0..n)
+                .map(|i| {
+                    let live = spread(HOUR, i, &mut rng);
+                    if rng.below(10) == 0 { live - HOUR - rng.below(5 * HOUR as u64) as i64 } else { live }
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn realistic_access(out: &mut impl Write, n: u64, end: i64, times: Option<Vec<i64>>) -> Result<()> {
     let mut rng = Rng(11);
     let domains = Zipf::new(DOMAINS, 1.1);
     let urls = Zipf::new(URLS_PER_PROPERTY, 1.0);
@@ -235,7 +319,10 @@ fn realistic_access(out: &mut impl Write, n: u64, end: i64) -> Result<()> {
     let kinds: Vec<u32> = OBJECTS.iter().map(|o| o.2 as u32).collect();
     let start = end - HOUR;
     for i in 0..n {
-        let ts = (start + (i as i64 * HOUR) / n as i64 - rng.below(1000) as i64).max(start);
+        let mut ts = (start + (i as i64 * HOUR) / n as i64 - rng.below(1000) as i64).max(start);
+        if let Some(times) = &times {
+            ts = times[i as usize];
+        }
         let d = domains.sample(&mut rng) as u64;
         let p = d % PROPERTIES;
         let u = urls.sample(&mut rng) as u64;
@@ -347,14 +434,14 @@ const ATTACK_CLIENTS: [&str; 6] = ["curl", "python-requests", "Go-http-client", 
 pub fn write_security(path: &Path, n: u64, end: i64, shape: Shape) -> Result<()> {
     let mut out = BufWriter::with_capacity(1 << 22, File::create(path)?);
     match shape {
-        Shape::Realistic => realistic_security(&mut out, n, end)?,
         Shape::Uniform => uniform_security(&mut out, n, end)?,
+        _ => realistic_security(&mut out, n, end, times(n, end, shape))?,
     }
     out.flush()?;
     Ok(())
 }
 
-fn realistic_security(out: &mut impl Write, n: u64, end: i64) -> Result<()> {
+fn realistic_security(out: &mut impl Write, n: u64, end: i64, times: Option<Vec<i64>>) -> Result<()> {
     let mut rng = Rng(13);
     let domains = Zipf::new(DOMAINS, 1.1);
     let clients = Zipf::new(20_000, 1.2);
@@ -362,7 +449,10 @@ fn realistic_security(out: &mut impl Write, n: u64, end: i64) -> Result<()> {
     let paths = Zipf::new(ATTACK_PATHS.len() + 2_000, 1.1);
     let start = end - HOUR;
     for i in 0..n {
-        let ts = (start + (i as i64 * HOUR) / n as i64 - rng.below(1000) as i64).max(start);
+        let mut ts = (start + (i as i64 * HOUR) / n as i64 - rng.below(1000) as i64).max(start);
+        if let Some(times) = &times {
+            ts = times[i as usize];
+        }
         let waf = rng.below(100) < 60;
         let action = if waf {
             if rng.below(100) < 80 { "BLOCK" } else { "WARN" }

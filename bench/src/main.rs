@@ -5,6 +5,7 @@
 
 mod clickhouse;
 mod config;
+mod engine;
 mod fuzz;
 mod ingest;
 mod load;
@@ -14,9 +15,13 @@ mod stats;
 
 use std::path::PathBuf;
 
+/// The server's allocator, so that `edge-bench engine` measures the engine as the server runs it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::{Context, Result, bail};
 
-const USAGE: &str = "usage: edge-bench stats|ingest|load|config|fuzz-api [FLAGS]";
+const USAGE: &str = "usage: edge-bench stats|ingest|engine|load|config|fuzz-api [FLAGS]";
 
 /// `--name value` flags.
 pub struct Args(Vec<String>);
@@ -50,6 +55,7 @@ fn main() -> Result<()> {
         "load" => load::run(&args),
         "config" => config::run(&args),
         "ingest" => ingest::run(&args),
+        "engine" => engine::run(&args),
         // The baseline of `load`, in a process of its own.
         "bare" => load::bare(),
         _ => bail!("{USAGE}"),

@@ -1,10 +1,12 @@
 //! `edge-bench stats`: generates a large reproducible statistics dataset (over 20 million rollup rows and two
 //! million raw events), loads the same rows into our store and into DuckDB, runs representative queries
 //! through our HTTP API and in DuckDB side by side, and prints the medians and their ratio; then measures
-//! ingestion through the HTTP API (access logs, then security events), of logs shaped like a CDN's and of the
-//! uniform worst case (see [`logs`]), against DuckDB reading the same NDJSON files, raw and into the same
-//! rollups, and the latency of dashboard queries during a sustained ingestion. The uniform data makes about
-//! 20 rollup rows a record, so the default of 2 million records of each shape takes some 5 GB.
+//! ingestion through the HTTP API over one connection, of logs shaped like a CDN's whose times come in every
+//! shape (see [`logs::Shape`]: the last hour in order, shuffled over an hour, a day and five days, late
+//! arrivals), against DuckDB reading the same NDJSON files, raw and into the same rollups: uncompressed alone,
+//! then zstd-compressed into another customer while a loop of dashboard queries reads the dataset (their
+//! latency during each shape's ingestion); and security events. Five days of shuffled records make about 20
+//! rollup rows a record, so the default of 500,000 records of each shape takes a few GB.
 //!
 //! Usage: edge-bench stats --work DIR --server PATH/edge-server --python PATH/python3 [--ingest N]
 //!        [--engine clickhouse] (the same measurements on ClickHouse beside the embedded engine: see [`crate::clickhouse`])
@@ -27,8 +29,12 @@ use crate::{
     server::{Server, load_average},
 };
 
-/// Connections the ingestion measurement posts over (a log shipper with two workers).
-const CONNECTIONS: usize = 2;
+/// Connections the ingestion measurement posts over: one, a shipper that waits for each answer.
+const CONNECTIONS: usize = 1;
+/// The server's limits during the benchmark: none that the data reaches (nothing is folded or refused).
+const LIMITS: [&str; 4] = ["--stats-max-values", "33554431", "--stats-max-rows", "1000000000"];
+/// The token of the benchmark server's /metrics.
+const METRICS_TOKEN: &str = "benchmark-metrics-token";
 use edge_api::stats::{Family, Granularity, format_time};
 use edge_server::{
     AppState, Settings, admin,
@@ -486,31 +492,55 @@ fn dashboard(end: i64) -> Vec<String> {
     ]
 }
 
-/// The shapes of data ingestion is measured with; the first is the headline.
-const SHAPES: [Shape; 2] = [Shape::Realistic, Shape::Uniform];
+/// The shapes of data ingestion is measured with (access logs).
+const SHAPES: [Shape; 5] = [
+    Shape::Realistic,
+    Shape::Shuffled(logs::Span::Hour),
+    Shape::Shuffled(logs::Span::Day),
+    Shape::Shuffled(logs::Span::FiveDays),
+    Shape::Late,
+];
 
-fn customer_of(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Realistic => "ingest",
-        Shape::Uniform => "uniform",
+/// The customer a run of a shape ingests into: one each, so that every run starts from nothing.
+fn customer_of(shape: Shape, zstd: bool) -> String {
+    if zstd { format!("{}-zstd", shape.name()) } else { shape.name().to_string() }
+}
+
+/// What one run of posts measured.
+struct Run {
+    posted: ingest::Posted,
+    /// Server CPU seconds it took.
+    cpu: f64,
+    /// Load average of the machine (its mean over the run's start and end).
+    load: f64,
+}
+
+impl Run {
+    fn per_second(&self) -> f64 {
+        self.posted.accepted as f64 / self.posted.seconds
+    }
+
+    fn cpu_us(&self) -> f64 {
+        self.cpu * 1e6 / self.posted.accepted.max(1) as f64
+    }
+
+    fn latency(&self, p: f64) -> f64 {
+        let mut l = self.posted.latencies_ms.clone();
+        l.sort_by(f64::total_cmp);
+        percentile(&l, p)
     }
 }
 
-fn shape_name(shape: Shape) -> &'static str {
-    match shape {
-        Shape::Realistic => "realistic",
-        Shape::Uniform => "uniform",
-    }
-}
-
-/// What the ingestion of one shape of data measured.
+/// What the ingestion of one shape measured.
 struct Ingested {
     shape: Shape,
-    access: ingest::Posted,
-    access_cpu: f64,
-    security: ingest::Posted,
-    security_cpu: f64,
-    load: f64,
+    plain: Run,
+    zstd: Run,
+    /// Dashboard query latencies (ms, sorted) during the zstd run.
+    queries: Vec<f64>,
+    /// Rows the plain run's customer holds, and their memory, from the server's /metrics.
+    rows: u64,
+    bytes: u64,
 }
 
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -534,7 +564,7 @@ pub fn run(args: &Args) -> Result<()> {
     let work = args.path("--work")?;
     let server = args.path("--server")?;
     let python = args.path("--python")?;
-    let ingest_n: u64 = args.number("--ingest")?.unwrap_or(2_000_000);
+    let ingest_n: u64 = args.number("--ingest")?.unwrap_or(500_000);
     let _ = std::fs::remove_dir_all(&work);
     let (data, csv_dir) = (work.join("data"), work.join("csv"));
     std::fs::create_dir_all(&csv_dir)?;
@@ -548,9 +578,10 @@ pub fn run(args: &Args) -> Result<()> {
         let state = AppState::open(Settings::new(&data, work.join("none"))).await?;
         admin::add_customer(&state, "bench", "admin", PASSWORD).await?;
         for shape in SHAPES {
-            admin::add_customer(&state, customer_of(shape), "admin", PASSWORD).await?;
+            for zstd in [false, true] {
+                admin::add_customer(&state, &customer_of(shape, zstd), "admin", PASSWORD).await?;
+            }
         }
-        admin::add_customer(&state, "sustained", "admin", PASSWORD).await?;
         let customer = state.store.customer_by_name("bench").await?.context("bench customer")?;
         drop(state);
         let engine = MemoryEngine::open(&data, Arc::new(SystemClock))?;
@@ -571,26 +602,19 @@ pub fn run(args: &Args) -> Result<()> {
         footprint.bytes as f64 / 1048576.0,
         footprint.bytes as f64 / (footprint.rollup_rows + footprint.event_rows) as f64
     );
-    let files: Vec<(Shape, PathBuf, PathBuf)> = SHAPES
-        .iter()
-        .map(|shape| {
-            let name = format!("{shape:?}").to_lowercase();
-            (*shape, work.join(format!("access-{name}.ndjson")), work.join(format!("security-{name}.ndjson")))
-        })
-        .collect();
-    for (shape, access, security) in &files {
+    let files: Vec<(Shape, PathBuf)> =
+        SHAPES.iter().map(|shape| (*shape, work.join(format!("access-{}.ndjson", shape.name())))).collect();
+    for (shape, access) in &files {
         logs::write_access(access, ingest_n, end, *shape)?;
-        logs::write_security(security, ingest_n / 5, end, *shape)?;
-        let (sample, bytes, rows) = ingest::memory_sample(&work.join("sample"), access, ingest_n)?;
-        println!(
-            "memory after ingesting {sample} {} access-log records through the ingestion path: {bytes:.0} bytes per stored row ({rows} rollup rows)",
-            shape_name(*shape),
-        );
     }
+    let security_file = work.join("security.ndjson");
+    logs::write_security(&security_file, ingest_n / 5, end, Shape::Realistic)?;
 
     // 2. Our server on that data.
     let t = Instant::now();
-    let running = Server::start(&server, &data, &["--max-body-bytes", "33554432"], &[])?;
+    let mut flags = vec!["--max-body-bytes", "33554432", "--metrics-token", METRICS_TOKEN];
+    flags.extend(LIMITS);
+    let running = Server::start(&server, &data, &flags, &[])?;
     let base = running.base.clone();
     let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(600)).build();
     println!("server started (snapshot loaded) in {:.1} s", t.elapsed().as_secs_f64());
@@ -627,7 +651,7 @@ pub fn run(args: &Args) -> Result<()> {
         "queries": qs.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
         "warmup": WARMUP,
         "runs": RUNS,
-        "ndjson": files.iter().map(|(_, access, _)| access).collect::<Vec<_>>(),
+        "ndjson": files.iter().map(|(_, access)| access).collect::<Vec<_>>(),
         "columns": duckdb_columns(),
         "rollups": duckdb_rollups(),
     });
@@ -636,71 +660,82 @@ pub fn run(args: &Args) -> Result<()> {
     let script = work.join("duckdb_bench.py");
     std::fs::write(&script, format!("{DUCKDB_TIMED}{DUCKDB_SCRIPT}"))?;
 
-    // 4. Ingestion through our HTTP API (a customer of its own for each shape of data): requests of 10,000
-    //    records over two connections with a session, access logs and then security events.
+    // 4. Ingestion through our HTTP API, one shape after another, each run into a customer of its own: requests
+    //    of 10,000 records over one connection with a session, uncompressed alone; then zstd-compressed while
+    //    a loop of dashboard queries reads the dataset. Then security events.
     let url = |customer: &str, kind: &str| format!("{base}/{customer}/v1/ingest/{kind}");
-    let mut ingested = Vec::new();
-    for (shape, access_file, security_file) in &files {
-        let customer = customer_of(*shape);
+    let run = |customer: &str, kind: &str, bodies: &Arc<Vec<Vec<u8>>>, encoding: Option<&str>| -> Result<Run> {
         let cookie = login(customer)?;
-        let load = load_average();
-        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(access_file)?));
-        let cpu = running.cpu_seconds();
-        let access = ingest::post_all(&url(customer, "accesslogs"), &cookie, &bodies, CONNECTIONS, None)?;
-        let access_cpu = running.cpu_seconds() - cpu;
-        anyhow::ensure!(access.accepted == ingest_n, "accepted {} of {ingest_n}", access.accepted);
-        drop(bodies);
-        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(security_file)?));
-        let cpu = running.cpu_seconds();
-        let security = ingest::post_all(&url(customer, "securityevents"), &cookie, &bodies, CONNECTIONS, None)?;
-        let security_cpu = running.cpu_seconds() - cpu;
-        anyhow::ensure!(security.accepted == ingest_n / 5, "accepted {} of {} events", security.accepted, ingest_n / 5);
-        ingested.push(Ingested {
-            shape: *shape,
-            access,
-            access_cpu,
-            security,
-            security_cpu,
-            load: (load + load_average()) / 2.0,
-        });
-    }
-
-    // 5. Dashboard queries on the dataset while another customer's access logs stream in (zstd bodies).
-    let sustained_cookie = login("sustained")?;
-    let text = std::fs::read_to_string(&files[0].1)?;
-    let lines: Vec<&str> = text.lines().take(ingest_n.div_ceil(2) as usize).collect();
-    let compressed: Vec<Vec<u8>> = lines
-        .chunks(ingest::RECORDS_PER_REQUEST)
-        .map(|c| compress("zstd", c.join("\n").as_bytes()))
-        .collect::<Result<_>>()?;
-    drop(lines);
-    drop(text);
-    let compressed = Arc::new(compressed);
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let looper = {
-        let (stop, cookie, agent) = (stop.clone(), cookie.clone(), agent.clone());
-        let urls: Vec<String> = dashboard(end).iter().map(|q| format!("{base}/bench/v1{q}")).collect();
-        std::thread::spawn(move || -> Result<Vec<f64>> {
-            let mut times = Vec::new();
-            for url in urls.iter().cycle() {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let t = Instant::now();
-                agent.get(url).set("Cookie", &cookie).call().with_context(|| url.clone())?.into_string()?;
-                times.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
-            Ok(times)
-        })
+        let (load, cpu) = (load_average(), running.cpu_seconds());
+        let posted = ingest::post_all(&url(customer, kind), &cookie, bodies, CONNECTIONS, encoding)?;
+        let cpu = running.cpu_seconds() - cpu;
+        Ok(Run { posted, cpu, load: (load + load_average()) / 2.0 })
     };
-    let sustained_load = load_average();
-    let sustained =
-        ingest::post_all(&url("sustained", "accesslogs"), &sustained_cookie, &compressed, CONNECTIONS, Some("zstd"));
-    let sustained_load = (sustained_load + load_average()) / 2.0;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut during = looper.join().map_err(|_| anyhow::anyhow!("the query loop panicked"))??;
-    let sustained = sustained?;
-    during.sort_by(f64::total_cmp);
+    let metrics = || -> Result<String> {
+        Ok(agent
+            .get(&format!("{base}/metrics"))
+            .set("Authorization", &format!("Bearer {METRICS_TOKEN}"))
+            .call()?
+            .into_string()?)
+    };
+    let mut ingested = Vec::new();
+    for (shape, access_file) in &files {
+        let text = std::fs::read_to_string(access_file)?;
+        let plain = Arc::new(ingest::bodies(&text));
+        let compressed: Arc<Vec<Vec<u8>>> = Arc::new(plain.iter().map(|b| compress("zstd", b)).collect::<Result<_>>()?);
+        drop(text);
+        let plain_run = run(&customer_of(*shape, false), "accesslogs", &plain, None)?;
+        anyhow::ensure!(plain_run.posted.accepted == ingest_n, "accepted {} of {ingest_n}", plain_run.posted.accepted);
+        drop(plain);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let looper = {
+            let (stop, cookie, agent) = (stop.clone(), cookie.clone(), agent.clone());
+            let urls: Vec<String> = dashboard(end).iter().map(|q| format!("{base}/bench/v1{q}")).collect();
+            std::thread::spawn(move || -> Result<Vec<f64>> {
+                let mut times = Vec::new();
+                for url in urls.iter().cycle() {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let t = Instant::now();
+                    agent.get(url).set("Cookie", &cookie).call().with_context(|| url.clone())?.into_string()?;
+                    times.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                Ok(times)
+            })
+        };
+        let zstd_run = run(&customer_of(*shape, true), "accesslogs", &compressed, Some("zstd"));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut queries = looper.join().map_err(|_| anyhow::anyhow!("the query loop panicked"))??;
+        let zstd_run = zstd_run?;
+        anyhow::ensure!(zstd_run.posted.accepted == ingest_n, "accepted {} of {ingest_n}", zstd_run.posted.accepted);
+        queries.sort_by(f64::total_cmp);
+        let text = metrics()?;
+        let sample = |name: &str| -> u64 {
+            let key = format!("{name}{{customer=\"{}\"}} ", customer_of(*shape, false));
+            text.lines().find_map(|l| l.strip_prefix(&key)?.parse().ok()).unwrap_or(0)
+        };
+        let (rows, bytes) = (sample("edge_stats_rows"), sample("edge_stats_memory_bytes"));
+        println!(
+            "{}: {:.0} records/s ({:.2} µs of server CPU a record, load {:.1}); zstd {:.0} records/s with {} dashboard queries (p99 {:.1} ms); {rows} rows",
+            shape.name(),
+            plain_run.per_second(),
+            plain_run.cpu_us(),
+            plain_run.load,
+            zstd_run.per_second(),
+            queries.len(),
+            percentile(&queries, 0.99)
+        );
+        ingested.push(Ingested { shape: *shape, plain: plain_run, zstd: zstd_run, queries, rows, bytes });
+    }
+    let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(&security_file)?));
+    let security = run(&customer_of(Shape::Realistic, false), "securityevents", &bodies, None)?;
+    anyhow::ensure!(security.posted.accepted == ingest_n / 5, "accepted {} events", security.posted.accepted);
+    drop(bodies);
+    let resident = metrics()?
+        .lines()
+        .find_map(|l| l.strip_prefix("edge_process_resident_bytes ")?.parse::<u64>().ok())
+        .unwrap_or(0);
     drop(running);
 
     let out = Command::new(&python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
@@ -721,55 +756,62 @@ pub fn run(args: &Args) -> Result<()> {
     print!("{table}");
     println!();
     println!(
-        "| ingestion (NDJSON, requests of {} records, {CONNECTIONS} connections, with a session) | data | records/s | server CPU a record | DuckDB / edge-server |",
-        ingest::RECORDS_PER_REQUEST
+        "| records' times ({ingest_n} access-log records, requests of {}, {CONNECTIONS} connection, uncompressed) | edge-server records/s | server CPU a record | request p50 / p99 | load | DuckDB read_ndjson records/s | DuckDB read_ndjson + {} rollup tables records/s | edge-server / DuckDB + rollups |",
+        ingest::RECORDS_PER_REQUEST,
+        duck["rollups"][0][0].as_u64().unwrap_or(0),
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut slowest = f64::INFINITY;
+    let mut least_ratio = f64::INFINITY;
     for (i, run) in ingested.iter().enumerate() {
-        let data = shape_name(run.shape);
         let (dn, ds) =
             (duck["ingest"][i][0].as_f64().unwrap_or(0.0), duck["ingest"][i][1].as_f64().unwrap_or(f64::NAN));
-        let (rollups, rs) =
-            (duck["rollups"][i][0].as_u64().unwrap_or(0), duck["rollups"][i][1].as_f64().unwrap_or(f64::NAN));
-        let ours = ingest_n as f64 / run.access.seconds;
-        let security_n = ingest_n / 5;
+        let rollups_s = duck["rollups"][i][1].as_f64().unwrap_or(f64::NAN);
+        let ours = run.plain.per_second();
+        let with_rollups = ingest_n as f64 / rollups_s;
+        slowest = slowest.min(ours);
+        least_ratio = least_ratio.min(ours / with_rollups);
         println!(
-            "| edge-server: {ingest_n} access-log records, parsed, durable, into all {rollups} rollups | {data} | {ours:.0} | {:.2} µs | |",
-            run.access_cpu * 1e6 / ingest_n as f64
-        );
-        println!("| DuckDB read_ndjson into a table | {data} | {:.0} | | {:.1}× |", dn / ds, dn / ds / ours);
-        println!(
-            "| DuckDB read_ndjson + the same {rollups} rollup tables (INSERT … GROUP BY each) | {data} | {:.0} | | {:.2}× |",
-            ingest_n as f64 / rs,
-            ingest_n as f64 / rs / ours
-        );
-        println!(
-            "| edge-server: {security_n} security events, into the raw events and all their rollups | {data} | {:.0} | {:.2} µs | |",
-            security_n as f64 / run.security.seconds,
-            run.security_cpu * 1e6 / security_n as f64,
-        );
-    }
-    println!();
-    for run in &ingested {
-        let mut latencies = run.access.latencies_ms.clone();
-        latencies.sort_by(f64::total_cmp);
-        println!(
-            "Ingestion of {} data: load average {:.1}; access-log requests p50 {:.0} ms, p99 {:.0} ms each.",
-            shape_name(run.shape),
-            run.load,
-            percentile(&latencies, 0.5),
-            percentile(&latencies, 0.99)
+            "| {} | {ours:.0} | {:.2} µs | {:.0} / {:.0} ms | {:.1} | {:.0} | {with_rollups:.0} | {:.1}× |",
+            run.shape.description(),
+            run.plain.cpu_us(),
+            run.plain.latency(0.5),
+            run.plain.latency(0.99),
+            run.plain.load,
+            dn / ds,
+            ours / with_rollups,
         );
     }
     println!();
     println!(
-        "Dashboard queries during a sustained ingest of {} zstd-compressed access-log records (realistic, {:.0} records/s, load average {:.1}): {} queries, p50 {:.1} ms, p99 {:.1} ms.",
-        sustained.accepted,
-        sustained.accepted as f64 / sustained.seconds,
-        sustained_load,
-        during.len(),
-        percentile(&during, 0.5),
-        percentile(&during, 0.99)
+        "| records' times (zstd-compressed, {CONNECTIONS} connection, dashboard queries on another customer meanwhile) | edge-server records/s | server CPU a record | load | dashboard queries | query p50 | query p99 | rows held (memory a row) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for run in &ingested {
+        println!(
+            "| {} | {:.0} | {:.2} µs | {:.1} | {} | {:.1} ms | {:.1} ms | {} ({:.0} bytes) |",
+            run.shape.description(),
+            run.zstd.per_second(),
+            run.zstd.cpu_us(),
+            run.zstd.load,
+            run.queries.len(),
+            percentile(&run.queries, 0.5),
+            percentile(&run.queries, 0.99),
+            run.rows,
+            run.bytes as f64 / run.rows.max(1) as f64,
+        );
+    }
+    println!();
+    println!(
+        "Security events: {} (last hour, in order), {:.0} events/s, {:.2} µs of server CPU an event, load {:.1}.",
+        ingest_n / 5,
+        security.per_second(),
+        security.cpu_us(),
+        security.load
+    );
+    println!("Server resident memory at the end: {:.0} MiB.", resident as f64 / 1048576.0);
+    println!(
+        "Slowest shape: {slowest:.0} records/s (goal 250,000); least ratio to DuckDB's load + rollups: {least_ratio:.2}× (goal 1.5×)."
     );
     println!("DuckDB loaded the CSV tables in {:.1} s.", duck["load_s"].as_f64().unwrap_or(0.0));
     println!(

@@ -25,6 +25,12 @@ pub enum AppError {
     MethodNotAllowed,
     #[error("{message}")]
     Conflict { kind: &'static str, message: String },
+    /// 409 with `Retry-After`: the same request is being handled now (an `Idempotency-Key` in flight).
+    #[error("{message}")]
+    Busy { kind: &'static str, message: String, retry_after_secs: u64 },
+    /// 422: a well-formed request that contradicts an earlier one (an `Idempotency-Key` reused with another body).
+    #[error("{message}")]
+    Unprocessable { kind: &'static str, message: String },
     #[error("{0}")]
     PreconditionRequired(String),
     #[error("request body too large")]
@@ -33,9 +39,6 @@ pub enum AppError {
     UnsupportedMediaType(String),
     #[error("too many requests")]
     TooManyRequests { message: String, retry_after_secs: u64 },
-    /// The server cannot hold what the request would store; nothing was stored.
-    #[error("{0}")]
-    InsufficientStorage(String),
     /// The server cannot handle this request now — bounded work is full (`overloaded`), or the database cannot
     /// be reached (`database_unavailable`); nothing was changed, and the client may retry later.
     #[error("{message}")]
@@ -84,9 +87,9 @@ impl AppError {
     /// Seconds the client should wait before trying again, for the errors that say so (429, 503).
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
-            AppError::TooManyRequests { retry_after_secs, .. } | AppError::Unavailable { retry_after_secs, .. } => {
-                Some((*retry_after_secs).max(1))
-            }
+            AppError::TooManyRequests { retry_after_secs, .. }
+            | AppError::Unavailable { retry_after_secs, .. }
+            | AppError::Busy { retry_after_secs, .. } => Some((*retry_after_secs).max(1)),
             _ => None,
         }
     }
@@ -109,6 +112,8 @@ impl AppError {
                 &[],
             ),
             AppError::Conflict { kind, message } => (StatusCode::CONFLICT, kind, message.clone(), &[]),
+            AppError::Busy { kind, message, .. } => (StatusCode::CONFLICT, kind, message.clone(), &[]),
+            AppError::Unprocessable { kind, message } => (StatusCode::UNPROCESSABLE_ENTITY, kind, message.clone(), &[]),
             AppError::PreconditionRequired(m) => {
                 (StatusCode::PRECONDITION_REQUIRED, "precondition_required", m.clone(), &[])
             }
@@ -123,9 +128,6 @@ impl AppError {
             }
             AppError::TooManyRequests { message, .. } => {
                 (StatusCode::TOO_MANY_REQUESTS, "too_many_requests", message.clone(), &[])
-            }
-            AppError::InsufficientStorage(m) => {
-                (StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", m.clone(), &[])
             }
             AppError::Unavailable { kind, message, .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, kind, message.clone(), &[])

@@ -14,6 +14,7 @@ pub mod extract;
 pub mod fleet;
 pub mod hashing;
 pub mod mail;
+pub mod metrics;
 pub mod net;
 pub mod otp;
 pub mod private;
@@ -90,6 +91,10 @@ pub struct Settings {
     /// Statistics in ClickHouse (`clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE`) instead of the embedded
     /// engine in the data dir.
     pub stats_url: Option<String>,
+    /// What one customer's statistics may hold in the embedded engine.
+    pub stats_limits: stats::Limits,
+    /// `GET /metrics` is served to requests bearing this token (and not at all without one).
+    pub metrics_token: Option<String>,
     /// `/readyz` fails while the data dir's file system has less free space than this.
     pub min_free_disk_bytes: u64,
     /// On SIGTERM, how long the server keeps serving (not ready, every answer closing its connection) before
@@ -124,6 +129,8 @@ impl Settings {
             audit_retention_days: 400,
             task_retention_days: 30,
             stats_url: None,
+            stats_limits: stats::Limits::DEFAULT,
+            metrics_token: None,
             min_free_disk_bytes: 64 << 20,
             drain: Duration::ZERO,
         }
@@ -147,6 +154,8 @@ pub struct AppState {
     pub draining: Arc<std::sync::atomic::AtomicBool>,
     /// Login attempts of this process waiting for others of their keys to be settled.
     pub login_waits: Arc<throttle::Waits>,
+    /// Idempotency keys of ingestion requests this process is handling now (customer, endpoint, key).
+    pub ingest_keys: Arc<std::sync::Mutex<std::collections::HashSet<(store::CustomerId, stats::Endpoint, String)>>>,
 }
 
 impl AppState {
@@ -165,11 +174,13 @@ impl AppState {
         let stats: Arc<dyn StatsEngine> = match &settings.stats_url {
             Some(url) => {
                 let (url, clock) = (ClickHouseUrl::parse(url)?, clock.clone());
-                Arc::new(tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??)
+                let days = settings.stats_limits.daily_retention_days;
+                let engine = tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??;
+                Arc::new(engine.with_daily_retention(days))
             }
             None => {
-                let (dir, clock) = (settings.data_dir.clone(), clock.clone());
-                Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open(&dir, clock)).await??)
+                let (dir, clock, limits) = (settings.data_dir.clone(), clock.clone(), settings.stats_limits);
+                Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open_with(&dir, clock, limits)).await??)
             }
         };
         let mailer = Mailer::new(settings.smtp_url.as_deref(), &settings.mail_from, settings.data_dir.join("outbox"))?;
@@ -181,6 +192,7 @@ impl AppState {
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,
             login_waits: Arc::default(),
+            ingest_keys: Arc::default(),
             settings: Arc::new(settings),
             draining: Arc::default(),
         })
@@ -202,6 +214,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .route("/readyz", get(web::readiness))
+        .route("/metrics", get(metrics::metrics))
         .merge(
             Router::new()
                 .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))

@@ -13,6 +13,7 @@ use edge_server::{
     AppState, Server, Settings, admin,
     clock::{Clock, SystemClock},
     demo,
+    stats::Limits,
     store::Location,
 };
 use rand::{Rng, distributions::Alphanumeric};
@@ -51,6 +52,8 @@ enum Command {
         /// Statistics in ClickHouse: clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (as for serve).
         #[arg(long, env = "EDGE_STATS_URL")]
         stats_url: Option<String>,
+        #[command(flatten)]
+        limits: StatsLimitArgs,
         /// NDJSON files, one record per line.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -84,6 +87,35 @@ enum IdpCommand {
         #[command(flatten)]
         database: DatabaseArgs,
     },
+}
+
+/// What one customer's statistics may hold in the embedded engine (the server and `ingest` apply the same).
+#[derive(Args, Clone)]
+struct StatsLimitArgs {
+    /// Distinct values of one dimension (domains, URLs, client addresses …) one customer's statistics may
+    /// hold; new values past it are stored as `(other)` (0 for integer dimensions), and the ingestion answer
+    /// says so. At least 1000.
+    #[arg(long, env = "EDGE_STATS_MAX_VALUES", default_value_t = Limits::DEFAULT.max_values as u64,
+          value_parser = clap::value_parser!(u64).range(Limits::MIN_VALUES as u64..(1 << 25)))]
+    stats_max_values: u64,
+    /// Rollup rows and raw security events one customer's statistics may hold; a batch that comes when they
+    /// hold as many is refused (409 statistics_full).
+    #[arg(long, env = "EDGE_STATS_MAX_ROWS", default_value_t = Limits::DEFAULT.max_rows,
+          value_parser = clap::value_parser!(u64).range(1000..))]
+    stats_max_rows: u64,
+    /// Days daily rollups are kept [default: for ever].
+    #[arg(long, env = "EDGE_STATS_DAILY_RETENTION_DAYS", value_parser = clap::value_parser!(u32).range(1..=36500))]
+    stats_daily_retention_days: Option<u32>,
+}
+
+impl StatsLimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_values: self.stats_max_values as usize,
+            max_rows: self.stats_max_rows,
+            daily_retention_days: self.stats_daily_retention_days,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -149,6 +181,12 @@ struct ServeArgs {
     /// (PORT: ClickHouse's HTTP interface). The database and its tables are created when missing.
     #[arg(long, env = "EDGE_STATS_URL")]
     stats_url: Option<String>,
+    #[command(flatten)]
+    limits: StatsLimitArgs,
+    /// Serve GET /metrics (what each customer's statistics hold, in Prometheus's text format) to requests
+    /// with `Authorization: Bearer TOKEN`; without it, /metrics is not served.
+    #[arg(long, env = "EDGE_METRICS_TOKEN", hide_env_values = true)]
+    metrics_token: Option<String>,
     /// Days of demo traffic to create with --demo.
     #[arg(long, default_value_t = 35)]
     demo_days: i64,
@@ -224,8 +262,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Customer { command: CustomerCommand::Add { name, admin, data_dir, database } } => {
             add_customer(name, admin, database.location(&data_dir)).await
         }
-        Command::Ingest { kind, customer, data_dir, database, stats_url, files } => {
-            ingest(kind, customer, data_dir, database, stats_url, files).await
+        Command::Ingest { kind, customer, data_dir, database, stats_url, limits, files } => {
+            ingest(kind, customer, data_dir, database, stats_url, limits.limits(), files).await
         }
         Command::Host { command: HostCommand::Show { pattern, data_dir, database } } => {
             let store = open_store(&database.location(&data_dir)).await?;
@@ -273,6 +311,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.audit_retention_days = args.audit_retention_days;
     settings.task_retention_days = args.task_retention_days;
     settings.stats_url = args.stats_url.clone();
+    settings.stats_limits = args.limits.limits();
+    settings.metrics_token = args.metrics_token.clone().filter(|t| !t.is_empty());
     settings.min_free_disk_bytes = args.min_free_disk_mb << 20;
     settings.drain = Duration::from_secs(args.drain_secs);
     if !args.static_dir.join("index.html").is_file() {
@@ -403,6 +443,7 @@ async fn ingest(
     data_dir: PathBuf,
     database: DatabaseArgs,
     stats_url: Option<String>,
+    limits: Limits,
     files: Vec<PathBuf>,
 ) -> anyhow::Result<()> {
     use edge_server::stats::ingest::{parse_access_keeping, parse_security_keeping};
@@ -412,6 +453,7 @@ async fn ingest(
     let mut settings = Settings::new(&data_dir, "");
     settings.database_url = database.database_url;
     settings.stats_url = stats_url;
+    settings.stats_limits = limits;
     let state = AppState::open(settings).await.context("opening the data dir")?;
     let c =
         state.store.customer_by_name(&customer).await?.ok_or_else(|| anyhow::anyhow!("no customer {customer:?}"))?;
@@ -449,17 +491,18 @@ async fn ingest(
     });
     let started = std::time::Instant::now();
     let (mut accepted, mut rejected) = (0u64, 0u64);
+    let mut folded: Vec<(&'static str, u64)> = Vec::new();
     for (f, first, (batch, bad)) in batches {
-        let n = match &batch {
-            Parsed::Access(b) => {
-                state.stats.ingest_access(c.id, b)?;
-                b.len()
-            }
-            Parsed::Security(b) => {
-                state.stats.ingest_security(c.id, b)?;
-                b.len()
-            }
+        let (n, stored) = match &batch {
+            Parsed::Access(b) => (b.len(), state.stats.ingest_access(c.id, b)?),
+            Parsed::Security(b) => (b.len(), state.stats.ingest_security(c.id, b)?),
         };
+        for (dimension, records) in stored.folded {
+            match folded.iter_mut().find(|(d, _)| *d == dimension) {
+                Some((_, n)) => *n += records,
+                None => folded.push((dimension, records)),
+            }
+        }
         for b in &bad.lines {
             bar.suspend(|| eprintln!("{}:{}: {}", files[f].display(), first + b.line - 1, b.message));
         }
@@ -478,6 +521,14 @@ async fn ingest(
         "Ingested {accepted} records into {customer}; {rejected} lines rejected ({:.0} records/s)",
         accepted as f64 / seconds.max(1e-3)
     );
+    for (dimension, records) in folded {
+        println!(
+            "{records} records' {dimension} stored as {} ({customer} holds {} distinct {dimension} values, the \
+             most --stats-max-values allows)",
+            edge_api::stats::OTHER_VALUE,
+            limits.max_values
+        );
+    }
     Ok(())
 }
 

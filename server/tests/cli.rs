@@ -402,3 +402,47 @@ fn the_server_creates_its_files_for_its_own_user_alone() {
     assert_eq!(mode("stats/snapshot.bin"), 0o600);
     assert_eq!(mode(".lock"), 0o600);
 }
+
+#[test]
+fn ingest_obeys_the_limits_of_the_server_and_says_what_it_folded_or_refused() {
+    let dir = Place::new();
+    assert!(customer_add(&dir, "acme", "root").status.success());
+    let file = dir.path().join("urls.ndjson");
+    let lines: Vec<String> = (0..1500)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp":"2026-01-01T00:00:00","domain":"a.example","property":"p","http_status_code":200,"scheme":2,"request_url":"/u{i}"}}"#
+            )
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let ingest = || {
+        let mut cmd = dir.edge(&["ingest", "--kind", "accesslogs", "--customer", "acme"]);
+        cmd.env("EDGE_STATS_MAX_VALUES", "1000").arg(&file);
+        cmd
+    };
+    let out = ingest().output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("Ingested 1500 records into acme"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "500 records' request_url stored as (other) (acme holds 1000 distinct request_url values, the most \
+             --stats-max-values allows)"
+        ),
+        "{stdout}"
+    );
+    // A limit the server would not take is refused before anything is read.
+    let out = dir
+        .edge(&["ingest", "--kind", "accesslogs", "--customer", "acme", "--stats-max-values", "10"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1000"), "{}", String::from_utf8_lossy(&out.stderr));
+    // Once the customer holds as many rows as allowed, nothing more is stored.
+    let out = ingest().args(["--stats-max-rows", "1000"]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the most the server allows (1000, --stats-max-rows)"), "{stderr}");
+}

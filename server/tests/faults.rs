@@ -1,5 +1,6 @@
 //! Faults with real processes: the server binary with its data dir on a small tmpfs that fills up or turns
-//! read-only, ClickHouse killed under it, and SIGTERM under load. Each test states what clients get during the
+//! read-only, ClickHouse killed under it, SIGTERM under load, and chunks sent with an `Idempotency-Key` cut
+//! off by SIGKILL of the server or of ClickHouse, then retried (stored once). Each test states what clients get during the
 //! fault (503 with `Retry-After` and the JSON error body, never a 404 or a 500, `/readyz` failing), that the
 //! server recovers by itself once the cause is gone, and that nothing it acknowledged is lost. Recovery times
 //! are printed (`cargo test --test faults -- --nocapture`); the README quotes them.
@@ -156,6 +157,63 @@ impl Server {
 
     fn ready(&self) -> u16 {
         self.send("GET", "/readyz", None).0
+    }
+
+    /// SIGKILL (no chance to write anything more), and waits for the process to end.
+    fn kill(&mut self) {
+        let mut child = self.child.take().expect("running");
+        unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+        let _ = child.wait();
+    }
+
+    /// Posts an ingestion body with an `Idempotency-Key`: status (0 when the connection broke without an
+    /// answer), `Idempotent-Replayed` and body.
+    fn ingest_keyed(&self, kind: &str, key: &str, body: &str) -> (u16, Option<String>, Value) {
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build();
+        let reply = agent
+            .post(&format!("{}/acme/v1/ingest/{kind}", self.base))
+            .set("Cookie", &self.cookie)
+            .set("Content-Type", "application/x-ndjson")
+            .set("Idempotency-Key", key)
+            .send_string(body);
+        match reply {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => {
+                let (status, replayed) = (r.status(), r.header("idempotent-replayed").map(String::from));
+                (status, replayed, r.into_json().unwrap_or(Value::Null))
+            }
+            Err(_) => (0, None, Value::Null),
+        }
+    }
+
+    /// For every delivery grouping set at every granularity, over the last three days: the sum of hits of its
+    /// rows (each must equal the hits ingested, once).
+    fn delivery_totals(&self) -> Vec<(String, u64)> {
+        let now = chrono::Utc::now();
+        let time = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:00:00").to_string();
+        let (from, to) = (time(now - chrono::Duration::days(3)), time(now + chrono::Duration::hours(2)));
+        edge_api::stats::Family::Delivery
+            .groupings()
+            .into_iter()
+            .map(|set| {
+                let (granularity, dims) = set.split_once('/').unwrap_or((set.as_str(), ""));
+                let path = format!(
+                    "/stats/data?starttime={from}&endtime={to}&granularity={granularity}&dimensions={}&metrics=hits&limit=2500",
+                    dims.replace('/', ",")
+                );
+                let (mut rows, mut hits) = (0, 0);
+                loop {
+                    let (status, _, body) = self.send("GET", &format!("{path}&start={rows}"), None);
+                    assert_eq!(status, 200, "{path}: {body}");
+                    let page = body["rows"].as_array().cloned().unwrap_or_default();
+                    rows += page.len() as u64;
+                    hits += page.iter().filter_map(|r| r.as_array()?.last()?.as_u64()).sum::<u64>();
+                    if page.is_empty() || Some(rows) >= body["total_results"].as_u64() {
+                        break;
+                    }
+                }
+                (set, hits)
+            })
+            .collect()
     }
 
     /// SIGTERM, then waits for the process to end; its exit status.
@@ -413,4 +471,215 @@ fn readyz_fails_while_clickhouse_is_gone_and_passes_when_it_is_back() {
     clickhouse.restart().expect("ClickHouse again");
     let ready = time_until(Duration::from_secs(30), || server.ready() == 200).expect("/readyz passes again");
     eprintln!("ClickHouse killed: /readyz 503 after {not_ready:?}; back: /readyz 200 after {ready:?}");
+}
+
+/// A chunk of `n` access-log lines of the last two days (a shipper's chunk of a log file): the NDJSON body and
+/// the hits it holds.
+fn access_chunk(seed: u64, n: usize) -> (String, u64) {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut below = |m: u64| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % m
+    };
+    let now = chrono::Utc::now();
+    let (mut body, mut hits) = (String::with_capacity(n * 520), 0);
+    for _ in 0..n {
+        let at = now - chrono::Duration::seconds(below(2 * 86_400 - 60) as i64 + 60);
+        let h = 1 + below(4);
+        hits += h;
+        let country = ["DE", "FR", "US", "BR", "JP"][below(5) as usize];
+        let browser = ["Chrome", "Firefox", "Safari"][below(3) as usize];
+        let os = ["Linux", "iOS", "Windows"][below(3) as usize];
+        let status = [200, 304, 404, 503][below(4) as usize];
+        let record = json!({
+            "timestamp": at.format("%Y-%m-%dT%H:%M:%S").to_string(), "domain": format!("d{}.example", below(8)),
+            "property": format!("p{}", below(4)), "country": country, "country_code": country,
+            "browser_name": browser, "device_type": "Desktop",
+            "device_os": os, "content_type": "text/html",
+            "request_type": "GET", "cache_status": below(3), "gna_cache_status": 1 + below(2), "scheme": 2,
+            "http_status_code": status, "request_url": format!("/p{}", below(500)),
+            "hits": h, "first_mile_bandwidth_bytes": below(1000), "last_mile_bandwidth_bytes": below(100_000),
+            "middle_mile_bandwidth_bytes": below(1000), "original_bandwidth_bytes": below(1000),
+            "request_time_ms": below(500), "time_to_first_byte_ms": below(100), "time_to_last_byte_ms": below(900)
+        });
+        body.push_str(&record.to_string());
+        body.push('\n');
+    }
+    (body, hits)
+}
+
+fn assert_totals(server: &Server, hits: u64, what: &str) {
+    for (set, total) in server.delivery_totals() {
+        assert_eq!(total, hits, "{what}: the hits of {set} are those of every chunk once");
+    }
+}
+
+/// The embedded engine: a keyed chunk acknowledged and then the server SIGKILLed is there once after the
+/// restart, and the shipper's retry with the same key stores nothing (the key came back with the log). A
+/// chunk whose request is cut off by SIGKILL at any point is stored at most once by the attempt and exactly
+/// once after the retry.
+#[test]
+fn a_server_killed_after_or_during_a_keyed_chunk_stores_it_once_after_the_retry() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    add_customer(&data, &[]);
+    let mut server = Server::start(&data, &[]);
+    let (body, mut hits) = access_chunk(1, 12_000);
+    let started = Instant::now();
+    let first = server.ingest_keyed("accesslogs", "app.log:0", &body);
+    let took = started.elapsed();
+    assert_eq!((first.0, first.2["accepted"].as_u64()), (200, Some(12_000)), "{:?}", first.2);
+    server.kill();
+    let mut server = Server::start(&data, &[]);
+    let retry = server.ingest_keyed("accesslogs", "app.log:0", &body);
+    assert_eq!((retry.0, retry.1.as_deref(), &retry.2), (200, Some("true"), &first.2), "the first answer again");
+    assert_totals(&server, hits, "acknowledged, then SIGKILL");
+
+    let mut outcomes = Vec::new();
+    // Kills spread over the time a chunk takes, the last ones about when it is logged and answered.
+    for (i, share) in [0.1, 0.5, 0.8, 0.9, 0.95, 1.0, 1.05].into_iter().enumerate() {
+        let delay_ms = (took.as_secs_f64() * 1000.0 * share) as u64;
+        let (body, chunk_hits) = access_chunk(10 + i as u64, 12_000);
+        let key = format!("app.log:{}", i + 1);
+        let attempt = {
+            let (base, cookie) = (server.base.clone(), server.cookie.clone());
+            let (key, body) = (key.clone(), body.clone());
+            thread::spawn(move || {
+                let probe = Server { child: None, base, agent: ureq::agent(), cookie };
+                probe.ingest_keyed("accesslogs", &key, &body).0
+            })
+        };
+        thread::sleep(Duration::from_millis(delay_ms));
+        server.kill();
+        let first = attempt.join().expect("the attempt");
+        server = Server::start(&data, &[]);
+        let retry = server.ingest_keyed("accesslogs", &key, &body);
+        assert_eq!((retry.0, retry.2["accepted"].as_u64()), (200, Some(12_000)), "{:?}", retry.2);
+        hits += chunk_hits;
+        assert_totals(&server, hits, &format!("SIGKILL {delay_ms} ms into a chunk"));
+        let how = match (first, retry.1.as_deref()) {
+            (200, Some("true")) => "answered, retry replayed",
+            (_, Some("true")) => "cut off after it was logged, retry replayed",
+            _ => "cut off before it was logged, retry stored it",
+        };
+        outcomes.push(format!("{delay_ms} ms: {how}"));
+    }
+    eprintln!("SIGKILL of the server during a keyed 12,000-line chunk (one takes {took:?}): {}", outcomes.join("; "));
+}
+
+/// Runs `sql` on the ClickHouse of `port` (as an operator would with clickhouse-client).
+fn clickhouse_sql(port: u16, sql: &str) -> Option<String> {
+    ureq::post(&format!("http://127.0.0.1:{port}/"))
+        .timeout(Duration::from_secs(5))
+        .send_string(sql)
+        .ok()
+        .and_then(|r| r.into_string().ok())
+}
+
+fn clickhouse_count(port: u16, sql: &str) -> u64 {
+    clickhouse_sql(port, sql).and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}
+
+/// ClickHouse SIGKILLed in the middle of a keyed 50,000-line insert (at three points: while the insert is
+/// under way, as soon as its raw part is written, and once some rollup parts are), restarted, and the chunk
+/// retried with the same key: the raw table holds every record once and every delivery grouping set's hits are
+/// those of every chunk once.
+#[test]
+fn clickhouse_killed_mid_insert_then_the_retry_with_the_same_key_stores_the_chunk_once() {
+    let mut clickhouse = edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server");
+    let port = clickhouse.http_port;
+    let database = "edge_exactly_once";
+    let url = clickhouse.url(database);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    add_customer(&data, &[]);
+    let server = Server::start(&data, &["--stats-url", &url, "--max-body-bytes", "104857600"]);
+    let parts = |table: &str| {
+        clickhouse_count(
+            port,
+            &format!("SELECT count() FROM system.parts WHERE database = '{database}' AND table = '{table}' AND active"),
+        )
+    };
+    let markers = || {
+        clickhouse_count(
+            port,
+            &format!("SELECT count() FROM {database}.delivery_5minute WHERE grouping = 9223372036854775808"),
+        ) + clickhouse_count(
+            port,
+            &format!("SELECT count() FROM {database}.topk_url_day WHERE grouping = 9223372036854775808"),
+        )
+    };
+    // A chunk stored without a fault first: how long one takes.
+    let (body, mut hits) = access_chunk(99, 50_000);
+    let started = Instant::now();
+    let clean = server.ingest_keyed("accesslogs", "big.log:clean", &body);
+    let took = started.elapsed();
+    assert_eq!((clean.0, clean.2["accepted"].as_u64()), (200, Some(50_000)), "{:?}", clean.2);
+    let mut records = 50_000u64;
+    let mut outcomes = Vec::new();
+    type When<'a> = Box<dyn Fn(u64, u64) -> bool + 'a>;
+    let rounds: [(&str, When); 3] = [
+        (
+            "while the insert is under way",
+            Box::new(|_, _| {
+                clickhouse_count(port, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO access_in%'")
+                    > 0
+            }),
+        ),
+        ("once its raw part is written", Box::new(|raw_parts, _| parts("access") > raw_parts)),
+        ("once some rollup parts are written", Box::new(|_, marker_rows| markers() > marker_rows)),
+    ];
+    for (round, (when, kill_when)) in rounds.into_iter().enumerate() {
+        let (body, chunk_hits) = access_chunk(100 + round as u64, 50_000);
+        let key = format!("big.log:{round}");
+        let (raw_parts, marker_rows) = (parts("access"), markers());
+        let attempt = {
+            let (base, cookie) = (server.base.clone(), server.cookie.clone());
+            let (key, body) = (key.clone(), body.clone());
+            thread::spawn(move || {
+                let probe = Server { child: None, base, agent: ureq::agent(), cookie };
+                probe.ingest_keyed("accesslogs", &key, &body).0
+            })
+        };
+        let seen = time_until(Duration::from_secs(60), || kill_when(raw_parts, marker_rows) || attempt.is_finished());
+        clickhouse.stop();
+        let first = attempt.join().expect("the attempt");
+        clickhouse.restart().expect("ClickHouse again");
+        let landed_raw = clickhouse_count(port, &format!("SELECT count() FROM {database}.access")) - records;
+        let landed_markers = markers() - marker_rows;
+        let started = Instant::now();
+        let mut attempts = 0;
+        let (retry, last) = loop {
+            let attempt = Instant::now();
+            let reply = server.ingest_keyed("accesslogs", &key, &body);
+            attempts += 1;
+            if reply.0 == 200 || started.elapsed() > Duration::from_secs(90) {
+                break (reply, attempt.elapsed());
+            }
+            assert!(matches!(reply.0, 503), "only 503 while ClickHouse comes back: {:?}", reply);
+            thread::sleep(Duration::from_millis(200));
+        };
+        let waited = started.elapsed();
+        assert_eq!((retry.0, retry.2["accepted"].as_u64()), (200, Some(50_000)), "{when}: {:?}", retry.2);
+        hits += chunk_hits;
+        records += 50_000;
+        assert_eq!(clickhouse_count(port, &format!("SELECT count() FROM {database}.access")), records, "{when}");
+        assert_totals(&server, hits, when);
+        let again = server.ingest_keyed("accesslogs", &key, &body);
+        assert_eq!((again.0, again.1.as_deref()), (200, Some("true")), "{when}: then replayed");
+        outcomes.push(format!(
+            "{when} (seen: {}): first attempt {}, had left {landed_raw} raw rows and {landed_markers} marker rows \
+             of delivery_5minute/topk_url_day; the retry answered 200 {:.1} s after the restart ({attempts} attempts, \
+             the last {:.1} s)",
+            seen.is_some(),
+            if first == 0 { "cut off".to_string() } else { first.to_string() },
+            waited.as_secs_f64(),
+            last.as_secs_f64()
+        ));
+    }
+    eprintln!(
+        "ClickHouse SIGKILLed during a keyed 50,000-line chunk (one takes {:.1} s without a fault):\n  {}",
+        took.as_secs_f64(),
+        outcomes.join("\n  ")
+    );
 }

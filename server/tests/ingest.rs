@@ -1,5 +1,6 @@
 //! Ingestion through the router: exactness of batched and parallel ingestion against one record at a time, for
-//! every statistics family; compressed bodies (gzip, zstd) and the body limit on their decompressed size.
+//! every statistics family; compressed bodies (gzip, zstd) and the body limit on their decompressed size; and
+//! exactly-once ingestion with an `Idempotency-Key` (header rules, the replayed answer, across restarts).
 
 mod common;
 
@@ -416,4 +417,243 @@ async fn the_documented_required_fields_are_the_ones_the_server_requires() {
         documented_required("- Security-event fields:"),
         required_by_the_server(&app, "securityevents", security).await
     );
+}
+
+/// A POST of `body` to `kind` with an `Idempotency-Key` (and a Content-Encoding, if given).
+async fn post_keyed(
+    app: &TestApp,
+    customer: &str,
+    kind: &str,
+    key: &str,
+    body: Vec<u8>,
+    encoding: Option<&str>,
+) -> Reply {
+    let admin = if customer == "acme" { "alice" } else { "gina" };
+    let mut r = req(Method::POST, &format!("/{customer}/v1/ingest/{kind}"))
+        .basic(admin, PASSWORD)
+        .header("idempotency-key", key);
+    if let Some(e) = encoding {
+        r = r.header("content-encoding", e);
+    }
+    app.send(r.raw("application/x-ndjson", body).done()).await
+}
+
+fn replayed(reply: &Reply) -> Option<&str> {
+    reply.headers.get("idempotent-replayed").and_then(|v| v.to_str().ok())
+}
+
+/// Every query of [`queries`] answers the same for `a` at `app_a` as for `b` at `app_b`.
+async fn same_answers(app_a: &TestApp, a: &str, app_b: &TestApp, b: &str) {
+    for q in queries() {
+        assert_eq!(canonical(app_a, a, &q).await, canonical(app_b, b, &q).await, "{q}");
+    }
+}
+
+/// Access lines and security lines of a chunk, each with one line the server rejects.
+fn chunk() -> (Vec<u8>, Vec<u8>) {
+    let mut access = access_lines(300);
+    access.insert(7, "{\"timestamp\": \"not a time\"}".into());
+    let mut security = security_lines(120);
+    security.push("not json".into());
+    (access.join("\n").into_bytes(), security.join("\n").into_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_sent_twice_with_its_idempotency_key_is_stored_once_and_answered_alike() {
+    let app = TestApp::new().await;
+    let (access, security) = chunk();
+    // globex gets the chunk once, without a key: what acme must hold however often it retries.
+    assert_eq!(post(&app, "globex", "accesslogs", access.clone(), None).await.status, StatusCode::OK);
+    assert_eq!(post(&app, "globex", "securityevents", security.clone(), None).await.status, StatusCode::OK);
+
+    let first = post_keyed(&app, "acme", "accesslogs", "app.log:0-300", access.clone(), None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body["accepted"], 300);
+    assert_eq!(first.body["rejected"].as_array().map(Vec::len), Some(1), "{}", first.body);
+    assert_eq!(replayed(&first), None);
+    let again = post_keyed(&app, "acme", "accesslogs", "app.log:0-300", access.clone(), None).await;
+    assert_eq!((again.status, &again.body), (StatusCode::OK, &first.body));
+    assert_eq!(replayed(&again), Some("true"));
+    // The same text compressed is the same body.
+    let gz = post_keyed(&app, "acme", "accesslogs", "app.log:0-300", gzip(&access), Some("gzip")).await;
+    assert_eq!((gz.status, &gz.body, replayed(&gz)), (StatusCode::OK, &first.body, Some("true")));
+    // The key is scoped to the endpoint: security events with it are a chunk of their own.
+    let events = post_keyed(&app, "acme", "securityevents", "app.log:0-300", security.clone(), None).await;
+    assert_eq!((events.status, events.body["accepted"].as_u64(), replayed(&events)), (StatusCode::OK, Some(120), None));
+    let events_again = post_keyed(&app, "acme", "securityevents", "app.log:0-300", security.clone(), None).await;
+    assert_eq!((&events_again.body, replayed(&events_again)), (&events.body, Some("true")));
+    // Another body under a kept key is refused and stores nothing.
+    let other = post_keyed(&app, "acme", "accesslogs", "app.log:0-300", access_lines(5).join("\n").into(), None).await;
+    assert_error(&other, StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
+    same_answers(&app, "acme", &app, "globex").await;
+
+    // Scoped to the customer: globex's retry with acme's key stores its chunk again (it sent none with a key).
+    let theirs = post_keyed(&app, "globex", "securityevents", "app.log:0-300", security.clone(), None).await;
+    assert_eq!((theirs.status, replayed(&theirs)), (StatusCode::OK, None));
+}
+
+/// Restarts `app`'s state over the same data dir (the engine replays its log, or loads its snapshot).
+async fn restart(app: TestApp) -> TestApp {
+    let TestApp { state, clock, dir, .. } = app;
+    let settings = state.settings.as_ref().clone();
+    drop(state);
+    let state = edge_server::AppState::open_with_clock(settings, Arc::new(clock.clone())).await.expect("state");
+    let router = edge_server::app(state.clone());
+    TestApp { state, clock, router, dir }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_keys_survive_a_restart_from_the_log_and_from_a_snapshot() {
+    let once = TestApp::new().await;
+    let (access, security) = chunk();
+    post(&once, "acme", "accesslogs", access.clone(), None).await;
+    post(&once, "acme", "securityevents", security.clone(), None).await;
+
+    let app = TestApp::new().await;
+    let first = post_keyed(&app, "acme", "accesslogs", "a:0", access.clone(), None).await;
+    let events = post_keyed(&app, "acme", "securityevents", "s:0", security.clone(), None).await;
+    assert_eq!((first.status, events.status), (StatusCode::OK, StatusCode::OK));
+    // From the log alone.
+    let app = restart(app).await;
+    assert!(app.state.stats.log_bytes() > 0, "the batches are in the log");
+    let again = post_keyed(&app, "acme", "accesslogs", "a:0", access.clone(), None).await;
+    assert_eq!((again.status, &again.body, replayed(&again)), (StatusCode::OK, &first.body, Some("true")));
+    same_answers(&app, "acme", &once, "acme").await;
+    // From a snapshot (the log emptied), with one more keyed batch logged after it.
+    app.state.stats.checkpoint().expect("checkpoint");
+    let more = access_lines(20).join("\n").into_bytes();
+    assert_eq!(post_keyed(&app, "acme", "accesslogs", "a:1", more.clone(), None).await.status, StatusCode::OK);
+    assert_eq!(post(&once, "acme", "accesslogs", more.clone(), None).await.status, StatusCode::OK);
+    let app = restart(app).await;
+    for (kind, key, body, answer) in
+        [("accesslogs", "a:0", &access, &first.body), ("securityevents", "s:0", &security, &events.body)]
+    {
+        let reply = post_keyed(&app, "acme", kind, key, body.clone(), None).await;
+        assert_eq!((reply.status, &reply.body, replayed(&reply)), (StatusCode::OK, answer, Some("true")), "{kind}");
+    }
+    assert_eq!(replayed(&post_keyed(&app, "acme", "accesslogs", "a:1", more, None).await), Some("true"));
+    same_answers(&app, "acme", &once, "acme").await;
+    // A day later the keys are forgotten: the same chunk is stored again.
+    app.advance(DAY + 1);
+    let late = post_keyed(&app, "acme", "accesslogs", "a:0", access.clone(), None).await;
+    assert_eq!((late.status, replayed(&late)), (StatusCode::OK, None));
+}
+
+#[tokio::test]
+async fn a_bad_idempotency_key_is_400_invalid_header_and_stores_nothing() {
+    let app = TestApp::new().await;
+    let body = access_lines(10).join("\n").into_bytes();
+    let long = "k".repeat(201);
+    for key in ["", long.as_str()] {
+        let reply = post_keyed(&app, "acme", "accesslogs", key, body.clone(), None).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_header");
+    }
+    for raw in [&b"caf\xc3\xa9"[..], b"tab\there", b"\xff"] {
+        let r = req(Method::POST, "/acme/v1/ingest/securityevents")
+            .basic("alice", PASSWORD)
+            .header("idempotency-key", "x")
+            .done();
+        let (mut parts, _) = r.into_parts();
+        parts.headers.insert("idempotency-key", axum::http::HeaderValue::from_bytes(raw).unwrap());
+        parts.headers.insert("content-type", axum::http::HeaderValue::from_static("application/x-ndjson"));
+        let reply = app.send(axum::http::Request::from_parts(parts, security_lines(3).join("\n").into())).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_header");
+    }
+    let two = req(Method::POST, "/acme/v1/ingest/accesslogs")
+        .basic("alice", PASSWORD)
+        .header("idempotency-key", "a")
+        .header("idempotency-key", "b")
+        .raw("application/x-ndjson", body.clone())
+        .done();
+    assert_error(&app.send(two).await, StatusCode::BAD_REQUEST, "invalid_header");
+    assert_eq!(day_hits(&app).await, json!([]), "nothing was stored");
+    // The longest key, spaces and all printable characters included, is taken.
+    let mut longest: String = (b'!'..=b'~').map(char::from).collect();
+    longest.push_str(" with spaces ");
+    longest.push_str(&"x".repeat(200 - longest.len()));
+    let reply = post_keyed(&app, "acme", "accesslogs", &longest, body.clone(), None).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+#[tokio::test]
+async fn a_key_in_flight_is_409_with_retry_after_and_a_failed_batch_keeps_no_key() {
+    let app = TestApp::new().await;
+    let body = access_lines(10).join("\n").into_bytes();
+    // A request with the key being handled by this process (as while a large chunk is being stored).
+    let customer = app.state.store.customer_by_name("acme").await.unwrap().unwrap().id;
+    let id = (customer, edge_server::stats::Endpoint::AccessLogs, "busy".to_string());
+    app.state.ingest_keys.lock().unwrap().insert(id.clone());
+    let reply = post_keyed(&app, "acme", "accesslogs", "busy", body.clone(), None).await;
+    assert_error(&reply, StatusCode::CONFLICT, "idempotency_key_in_use");
+    assert_eq!(reply.headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("1"));
+    // Another endpoint's key of the same text is free.
+    let events = post_keyed(&app, "acme", "securityevents", "busy", security_lines(2).join("\n").into(), None).await;
+    assert_eq!(events.status, StatusCode::OK, "{}", events.body);
+    app.state.ingest_keys.lock().unwrap().remove(&id);
+    assert_eq!(post_keyed(&app, "acme", "accesslogs", "busy", body.clone(), None).await.status, StatusCode::OK);
+    assert!(app.state.ingest_keys.lock().unwrap().is_empty(), "a finished request releases its key");
+
+    // A body refused (corrupt gzip) keeps no key: the retry with a good body under it is stored.
+    let refused = post_keyed(&app, "acme", "accesslogs", "k2", b"\x1f\x8b not gzip".to_vec(), Some("gzip")).await;
+    assert_error(&refused, StatusCode::BAD_REQUEST, "invalid_encoding");
+    let stored = post_keyed(&app, "acme", "accesslogs", "k2", body.clone(), None).await;
+    assert_eq!((stored.status, replayed(&stored), stored.body["accepted"].as_u64()), (StatusCode::OK, None, Some(10)));
+}
+
+#[tokio::test]
+async fn a_batch_refused_as_statistics_full_keeps_no_key() {
+    let limits = edge_server::stats::Limits { max_rows: 50, ..edge_server::stats::Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    assert_eq!(post(&app, "acme", "accesslogs", access_lines(200).join("\n"), None).await.status, StatusCode::OK);
+    let body = access_lines(10).join("\n").into_bytes();
+    let full = post_keyed(&app, "acme", "accesslogs", "k", body.clone(), None).await;
+    assert_error(&full, StatusCode::CONFLICT, "statistics_full");
+    let customer = app.state.store.customer_by_name("acme").await.unwrap().unwrap().id;
+    let kept = app.state.stats.kept(customer, edge_server::stats::Endpoint::AccessLogs, "k").unwrap();
+    assert_eq!(kept, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_keyed_chunk_sent_four_times_at_once_is_stored_once() {
+    let app = Arc::new(TestApp::new().await);
+    let body = access_lines(6_000).join("\n").into_bytes();
+    let sends: Vec<_> = (0..4)
+        .map(|_| {
+            let (app, body) = (app.clone(), body.clone());
+            tokio::spawn(async move { post_keyed(&app, "acme", "accesslogs", "same", body, None).await })
+        })
+        .collect();
+    let mut stored = 0;
+    for send in sends {
+        let reply = send.await.unwrap();
+        match (reply.status, replayed(&reply)) {
+            (StatusCode::OK, None) => stored += 1,
+            (StatusCode::OK, Some("true")) => assert_eq!(reply.body["accepted"], 6_000),
+            _ => assert_error(&reply, StatusCode::CONFLICT, "idempotency_key_in_use"),
+        }
+    }
+    assert_eq!(stored, 1, "one of them stored the chunk");
+    assert_eq!(post(&app, "globex", "accesslogs", body.clone(), None).await.status, StatusCode::OK);
+    same_answers(&app, "acme", &app, "globex").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_answer_names_the_values_folded_the_first_time() {
+    let limits = edge_server::stats::Limits { max_values: 1_000, ..edge_server::stats::Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    let lines: Vec<String> = access_lines(1_200)
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| l.replacen("\"request_url\":\"/u", &format!("\"request_url\":\"/{i}/u"), 1))
+        .collect();
+    let body = lines.join("\n").into_bytes();
+    let first = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body["folded"][0]["dimension"], "request_url", "{}", first.body);
+    // Retried, and after a restart (the answer comes from the kept key, not from storing again).
+    let again = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!((&again.body, replayed(&again)), (&first.body, Some("true")));
+    let app = restart(app).await;
+    let after = post_keyed(&app, "acme", "accesslogs", "urls", body.clone(), None).await;
+    assert_eq!((&after.body, replayed(&after)), (&first.body, Some("true")));
 }

@@ -5,7 +5,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use common::*;
-use edge_server::clock::Clock;
+use edge_server::{clock::Clock, stats::Limits};
 use serde_json::{Value, json};
 
 fn access(
@@ -716,36 +716,267 @@ async fn events_stay_in_time_order_for_a_query_racing_an_out_of_order_ingestion(
     writer.await.unwrap();
 }
 
+/// Access records whose URLs are `/u{from}`…, one each, on 2025-12-31.
+fn urls(from: usize, n: usize) -> String {
+    let lines: Vec<Value> = (from..from + n)
+        .map(|i| access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, &format!("/u{i}")))
+        .collect();
+    ndjson(&lines)
+}
+
 #[tokio::test]
-async fn a_batch_that_cannot_be_stored_is_refused_whole_and_never_logged() {
-    let app = TestApp::new().await;
-    // An engine whose dictionaries hold 8 distinct values a dimension, in a data dir of its own.
-    let stats_dir = app.dir.path().join("small");
+async fn values_past_a_dimensions_limit_are_stored_as_other_and_the_answer_says_so() {
+    // Eight distinct values a dimension (the server's flag takes at least 1000; the engine takes any).
+    let limits = Limits { max_values: 8, ..Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    let reply = ingest(&app, "accesslogs", urls(0, 5)).await;
+    assert_eq!(reply.body, json!({"accepted": 5, "rejected": [], "rejected_more": 0}));
+    // Five more URLs: three fit, two are stored as (other), every record is stored, and the answer says so.
+    let reply = ingest(&app, "accesslogs", urls(5, 5)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(
+        reply.body,
+        json!({"accepted": 5, "rejected": [], "rejected_more": 0,
+               "folded": [{"dimension": "request_url", "records": 2, "limit": 8}]})
+    );
+    // A known URL still counts as itself; a new one goes to (other) as well.
+    let reply = ingest(&app, "accesslogs", urls(0, 1) + "\n" + &urls(10, 1)).await;
+    assert_eq!(reply.body["folded"], json!([{"dimension": "request_url", "records": 1, "limit": 8}]));
+    let day = "starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00";
+    let top = format!("/stats/topk/url/data?{day}&dimensions=customer,property,request_url&metrics=hits");
+    let answer = get(&app, &top).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let rows = answer.body["rows"].as_array().unwrap().clone();
+    let hits = |url: &str| rows.iter().find(|r| r[4] == url).map(|r| r[5].as_u64().unwrap());
+    assert_eq!((hits("(other)"), hits("/u0"), hits("/u7"), hits("/u8")), (Some(3), Some(2), Some(1), None));
+    assert_eq!(rows.iter().map(|r| r[5].as_u64().unwrap()).sum::<u64>(), 12, "every record counted");
+    // The log holds the batches as stored: reopened, the engine answers the same.
     let clock: std::sync::Arc<dyn edge_server::clock::Clock> = std::sync::Arc::new(app.clock.clone());
-    let open = || edge_server::stats::memory::MemoryEngine::open_with_limit(&stats_dir, clock.clone(), 8).unwrap();
+    let reopened =
+        edge_server::stats::memory::MemoryEngine::open_with(&app.state.settings.data_dir, clock, limits).unwrap();
     let mut state = app.state.clone();
-    state.stats = std::sync::Arc::new(open());
-    let app = TestApp { router: edge_server::app(state.clone()), state, clock: app.clock.clone(), dir: app.dir };
-    let urls = |from: usize, n: usize| -> String {
-        let lines: Vec<Value> = (from..from + n)
-            .map(|i| access("2025-12-31T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, &format!("/u{i}")))
-            .collect();
-        ndjson(&lines)
-    };
+    state.stats = std::sync::Arc::new(reopened);
+    let reopened = TestApp { router: edge_server::app(state.clone()), state, clock: app.clock.clone(), dir: app.dir };
+    assert_eq!(get(&reopened, &top).await.body["rows"], json!(rows));
+}
+
+#[tokio::test]
+async fn a_batch_is_refused_with_409_once_the_customer_holds_as_many_rows_as_allowed() {
+    let limits = Limits { max_rows: 100, ..Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    // The batch that crosses the limit is stored (its rows are known once it is summed, after it is logged).
     assert_eq!(ingest(&app, "accesslogs", urls(0, 5)).await.body["accepted"], 5);
     let logged = app.state.stats.log_bytes();
-    // Five more distinct URLs than the dictionary holds: 507, nothing stored, nothing logged.
     let reply = ingest(&app, "accesslogs", urls(5, 5)).await;
-    assert_error(&reply, StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage");
+    assert_error(&reply, StatusCode::CONFLICT, "statistics_full");
+    let message = reply.body["message"].as_str().unwrap();
+    assert!(message.contains("Nothing of the batch was stored") && message.contains("--stats-max-rows"), "{message}");
     assert_eq!(app.state.stats.log_bytes(), logged, "the refused batch was not logged");
+    let reply = ingest(
+        &app,
+        "securityevents",
+        r#"{"timestamp":"2025-12-31T10:00:00","source":"waf","domain":"a.example"}"#.into(),
+    )
+    .await;
+    assert_error(&reply, StatusCode::CONFLICT, "statistics_full");
     let hits = "/stats/data?starttime=2025-12-31T00:00:00&endtime=2026-01-01T00:00:00&metrics=hits&granularity=day";
     assert_eq!(get(&app, hits).await.body["rows"][0][2], 5);
-    // Known values still go in; and the log replays (it used to hold the refused batch, and refused to open).
-    assert_eq!(ingest(&app, "accesslogs", urls(0, 3)).await.body["accepted"], 3);
-    let expected = get(&app, hits).await.body["rows"].clone();
-    assert_eq!(expected[0][2], 8);
-    let mut state = app.state.clone();
-    state.stats = std::sync::Arc::new(open());
-    let reopened = TestApp { router: edge_server::app(state.clone()), state, clock: app.clock.clone(), dir: app.dir };
-    assert_eq!(get(&reopened, hits).await.body["rows"], expected);
+    // Another customer has rows of its own to fill.
+    let other = app
+        .send(
+            req(Method::POST, "/globex/v1/ingest/accesslogs")
+                .basic("gina", PASSWORD)
+                .raw("application/x-ndjson", urls(0, 5))
+                .done(),
+        )
+        .await;
+    assert_eq!(other.body["accepted"], 5, "{}", other.body);
+}
+
+/// The security review's batches: 8,000 access-log lines each, every one with a domain, a country and a
+/// browser never seen before, spread over six days.
+fn unique_values_batch(batch: usize) -> String {
+    let lines: Vec<Value> = (0..8000)
+        .map(|i| {
+            let n = batch * 8000 + i;
+            let ts = edge_api::stats::format_time(T0 - 6 * 86_400_000 + (n as i64 * 10_799) % (6 * 86_400_000));
+            let url = "/index.html?utm_source=newsletter";
+            let mut line = access(&ts, (&format!("d{n}.example"), "shop", &format!("C{n}")), 200, 1, 512, url);
+            line["browser_name"] = json!(format!("Mozilla/5.0 (X11; Linux x86_64; rv:{n}) Gecko/20100101 Firefox/{n}"));
+            line
+        })
+        .collect();
+    ndjson(&lines)
+}
+
+#[tokio::test]
+async fn the_security_reviews_unique_value_batches_stay_within_the_limits_and_are_told_so() {
+    let limits = Limits { max_values: 2000, max_rows: 400_000, daily_retention_days: None };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    let mut bytes = 0;
+    for batch in 0..6 {
+        let body = unique_values_batch(batch);
+        bytes += body.len();
+        let reply = ingest(&app, "accesslogs", body).await;
+        assert_eq!(reply.status, StatusCode::OK, "batch {batch}: {}", reply.body);
+        assert_eq!(reply.body["accepted"], 8000);
+        // Past the first 2,000 values, every new one of each unique dimension is stored as (other).
+        let folded = if batch == 0 { 6000 } else { 8000 };
+        for dimension in ["browser_name", "country", "country_code", "domain"] {
+            let entry = reply.body["folded"].as_array().unwrap().iter().find(|f| f["dimension"] == dimension);
+            assert_eq!(
+                entry,
+                Some(&json!({"dimension": dimension, "records": folded, "limit": 2000})),
+                "{}",
+                reply.body
+            );
+        }
+    }
+    assert!(bytes > 21 * 1024 * 1024, "{bytes} bytes of NDJSON");
+    let usage = app.state.stats.usage();
+    let acme = &usage[0];
+    for (dimension, values) in &acme.values {
+        assert!(*values <= 2001, "{dimension}: {values} values");
+    }
+    assert!(acme.rows <= limits.max_rows, "{} rows", acme.rows);
+    // Some 280,000 rows in 35 MB (their blocks still open); without the limits, 7 million rows and some
+    // 700 MiB (the review's 140 → 843 MiB resident).
+    assert!(acme.bytes < 64 * 1024 * 1024, "{} bytes", acme.bytes);
+    // Every record is counted: by domain, the 2,000 first ones and (other).
+    let day = "starttime=2025-12-24T00:00:00&endtime=2026-01-01T00:00:00";
+    let total = get(&app, &format!("/stats/data?{day}&metrics=hits&granularity=day")).await;
+    assert_eq!(total.body["rows"].as_array().unwrap().iter().map(|r| r[2].as_u64().unwrap()).sum::<u64>(), 48_000);
+}
+
+#[tokio::test]
+async fn metrics_show_what_each_customer_holds_to_the_bearer_of_the_token_only() {
+    let limits = Limits { max_values: 8, ..Limits::DEFAULT };
+    let app = TestApp::with(|s| {
+        s.stats_limits = limits;
+        s.metrics_token = Some("a-metrics-token".into());
+    })
+    .await;
+    assert_eq!(ingest(&app, "accesslogs", urls(0, 10)).await.body["folded"][0]["records"], 2);
+    for auth in [None, Some("Bearer not-the-token"), Some("Basic YWxpY2U6eA==")] {
+        let mut request = req(Method::GET, "/metrics");
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        assert_error(&app.send(request.done()).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    let reply = app.send(req(Method::GET, "/metrics").header("authorization", "Bearer a-metrics-token").done()).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert!(reply.headers["content-type"].to_str().unwrap().starts_with("text/plain; version=0.0.4"));
+    let text = String::from_utf8(reply.raw).unwrap();
+    let sample = |name: &str| -> Option<u64> {
+        text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
+    let rows = sample(r#"edge_stats_rows{customer="acme"}"#).unwrap();
+    assert_eq!(rows, app.state.stats.usage()[0].rows);
+    assert!(rows > 10, "{text}");
+    assert!(sample(r#"edge_stats_memory_bytes{customer="acme"}"#).unwrap() > 0);
+    assert_eq!(sample(r#"edge_stats_values{customer="acme",dimension="request_url"}"#), Some(9), "8 and (other)");
+    assert_eq!(sample(r#"edge_stats_folded_records_total{customer="acme",dimension="request_url"}"#), Some(2));
+    assert_eq!(sample("edge_stats_values_limit"), Some(8));
+    assert_eq!(sample("edge_stats_rows_limit"), Some(Limits::DEFAULT.max_rows));
+    assert!(sample("edge_process_resident_bytes").unwrap() > 0);
+    assert!(!text.contains("globex\"}"), "a customer with no statistics has no samples");
+    // Without a token configured, there are no metrics to see.
+    let plain = TestApp::new().await;
+    let reply = plain.send(req(Method::GET, "/metrics").header("authorization", "Bearer a-metrics-token").done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+/// A snapshot written by the engine before this branch (`edge-server ingest` of main at db61170, on
+/// 2026-11-25 at 15:03) of the records in the same folder, each file in time order.
+const OLD_SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/stats-snapshot-2026-11-25");
+
+#[test]
+fn a_snapshot_of_the_previous_version_loads_and_answers_as_its_records_ingested_now() {
+    use edge_api::stats::{Family, RawQuery, SHAPING_CATEGORIES, WAF_CATEGORIES, format_time, validate};
+    use edge_server::stats::{
+        StatsEngine,
+        ingest::{parse_access, parse_security},
+        memory::MemoryEngine,
+    };
+    let now = 1_795_618_980_000; // 2026-11-25T15:03:00, when it was written
+    let clock = || -> std::sync::Arc<dyn Clock> { std::sync::Arc::new(edge_server::clock::ManualClock::at(now)) };
+    let old_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(old_dir.path().join("stats")).unwrap();
+    let snapshot = zstd::decode_all(std::fs::File::open(format!("{OLD_SNAPSHOT}/snapshot.bin.zst")).unwrap()).unwrap();
+    std::fs::write(old_dir.path().join("stats/snapshot.bin"), snapshot).unwrap();
+    let old = MemoryEngine::open(old_dir.path(), clock()).unwrap();
+    let new_dir = tempfile::tempdir().unwrap();
+    let new = MemoryEngine::open(new_dir.path(), clock()).unwrap();
+    let read = |name: &str| std::fs::read_to_string(format!("{OLD_SNAPSHOT}/{name}")).unwrap();
+    new.ingest_access(1, &parse_access(&read("access.ndjson")).0).unwrap();
+    new.ingest_security(1, &parse_security(&read("security.ndjson")).0).unwrap();
+    let mut families = vec![Family::Delivery, Family::TopKUrl, Family::WafTrends, Family::RequestTrends];
+    families.push(Family::ShapingTrends);
+    families.extend(WAF_CATEGORIES.iter().map(|(c, _)| Family::WafTopK(c)));
+    families.extend(SHAPING_CATEGORIES.iter().map(|(c, _)| Family::ShapingTopK(c)));
+    let (mut compared, mut rows) = (0, 0);
+    let day = 86_400_000;
+    for family in families {
+        for set in family.groupings() {
+            let mut parts: Vec<&str> = set.split('/').collect();
+            let granularity = match family {
+                Family::WafTopK(_) | Family::ShapingTopK(_) => None,
+                _ => Some(parts.remove(0)),
+            };
+            let from = if granularity == Some("day") { now - now % day - 3 * day } else { now - 3 * day };
+            let raw = RawQuery {
+                starttime: Some(format_time(from - from % 3_600_000)),
+                endtime: Some(format_time(now + 3_600_000 - now % 3_600_000)),
+                dimensions: Some(parts.join(",")),
+                metrics: Some(family.metrics().join(",")).filter(|m| !m.is_empty()),
+                granularity: granularity.map(String::from),
+                limit: Some("1000".into()),
+                ..RawQuery::default()
+            };
+            let query = validate(family, &raw, now).unwrap_or_else(|e| panic!("{family:?} {set}: {e:?}"));
+            let answer = old.query(1, "acme", &query).unwrap();
+            assert_eq!(answer, new.query(1, "acme", &query).unwrap(), "{family:?} {set}");
+            compared += 1;
+            rows += answer.rows.len();
+        }
+    }
+    let raw = RawQuery {
+        starttime: Some(format_time(now - now % day - 2 * day)),
+        endtime: Some(format_time(now)),
+        dimensions: Some("event_timestamp_ms,client_ip,rule_id,request_path".into()),
+        limit: Some("1000".into()),
+        ..RawQuery::default()
+    };
+    let events = validate(Family::Events, &raw, now).unwrap();
+    assert_eq!(old.query(1, "acme", &events).unwrap().rows.len(), 40);
+    assert_eq!(old.query(1, "acme", &events).unwrap(), new.query(1, "acme", &events).unwrap());
+    assert!(compared > 200 && rows > 5000, "{compared} queries, {rows} rows");
+}
+
+#[tokio::test]
+async fn retention_frees_the_values_no_row_uses_any_more_for_new_ones() {
+    let limits = Limits { max_values: 8, daily_retention_days: Some(2), ..Limits::DEFAULT };
+    let app = TestApp::with(|s| s.stats_limits = limits).await;
+    assert!(ingest(&app, "accesslogs", urls(0, 8)).await.body.get("folded").is_none());
+    assert_eq!(ingest(&app, "accesslogs", urls(8, 2)).await.body["folded"][0]["records"], 2);
+    let values = |app: &TestApp| {
+        app.state.stats.usage()[0].values.iter().find(|(d, _)| *d == "request_url").map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(values(&app), 9, "8 and (other)");
+    // 40 days on, every rollup holding those URLs has passed its retention (daily ones after two days here).
+    app.advance(40 * 86_400_000);
+    app.state.stats.enforce_retention(app.clock.now_ms()).unwrap();
+    assert_eq!(values(&app), 0);
+    assert_eq!(app.state.stats.usage()[0].rows, 0);
+    let new_urls: Vec<Value> = (100..108)
+        .map(|i| access("2026-02-09T10:00:00", ("a.example", "shop", "DE"), 200, 1, 0, &format!("/u{i}")))
+        .collect();
+    let reply = ingest(&app, "accesslogs", ndjson(&new_urls)).await;
+    assert_eq!(reply.body, json!({"accepted": 8, "rejected": [], "rejected_more": 0}), "room for eight new ones");
+    let day = "starttime=2026-02-09T00:00:00&endtime=2026-02-10T00:00:00";
+    let top =
+        get(&app, &format!("/stats/topk/url/data?{day}&dimensions=customer,property,request_url&metrics=hits")).await;
+    assert_eq!(top.body["rows"].as_array().unwrap().len(), 8, "{}", top.body);
+    assert!(top.body["rows"].as_array().unwrap().iter().all(|r| r[4] != "(other)"));
 }

@@ -3,7 +3,8 @@
 //! any order, metrics, filters (==, !=, AND, OR, escaped values, the customer), sortby, start/limit,
 //! granularities and time ranges — must give byte-identical answers (status, body, X-Total-Results); a
 //! difference shrinks to a minimal query. Against a real ClickHouse (see `edge_cluster::ClickHouse`). Also:
-//! connection failures answer 503 and recover; tenants stay apart.
+//! connection failures answer 503 and recover; tenants stay apart; a keyed batch cut off anywhere is completed
+//! by its retry and stored once.
 mod common;
 
 use axum::http::{Method, StatusCode};
@@ -401,4 +402,232 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
         let status = compare(&embedded, &clickhouse, &path).await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(status, StatusCode::OK, "{path}");
     }
+}
+
+/// Runs `sql` on `database` of `server` (as an operator would with clickhouse-client); its answer as text.
+fn clickhouse_sql(server: &edge_cluster::ClickHouse, database: &str, sql: &str) -> String {
+    let url = format!("http://127.0.0.1:{}/?database={database}", server.http_port);
+    match ureq::post(&url).send_string(sql) {
+        Ok(reply) => reply.into_string().expect("an answer"),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+/// One query of every grouping set of every family over the records' days, and the raw events.
+fn every_set() -> Vec<String> {
+    let mut out: Vec<String> = targets()
+        .into_iter()
+        .map(|(path, family, granularity, set)| {
+            let mut p = vec![("starttime", format_time(T0 - 3 * DAY)), ("endtime", format_time(T0))];
+            if !set.is_empty() {
+                p.push(("dimensions", set.join(",")));
+            }
+            if !family.metrics().is_empty() {
+                p.push(("metrics", family.metrics().join(",")));
+            }
+            if let Some(g) = granularity {
+                p.push(("granularity", g));
+            }
+            p.push(("limit", "1000".into()));
+            format!("{path}?{}", serde_urlencoded::to_string(&p).unwrap_or_default())
+        })
+        .collect();
+    out.push(format!(
+        "/stats/security/events/data?starttime={}&endtime={}&dimensions=event_timestamp_ms,client_ip,rule_id,request_path&limit=1000",
+        format_time(T0 - 3 * DAY),
+        format_time(T0)
+    ));
+    out
+}
+
+async fn keyed(app: &TestApp, kind: &str, key: &str, lines: &[Value]) -> Reply {
+    let body = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    let r =
+        req(Method::POST, &format!("/acme/v1/ingest/{kind}")).basic("alice", PASSWORD).header("idempotency-key", key);
+    app.send(r.raw("application/x-ndjson", body).done()).await
+}
+
+/// A retried batch with its key is stored once in ClickHouse whatever a cut-off first attempt left: the
+/// attempts are made by dropping, after a whole keyed insert, the parts a kill could have kept from being
+/// written (whole (table, day) parts: a kill leaves no part half-written) — the kept key, the rollups, some
+/// days of some tables, the raw rows; `ingest_batches`, written before the insert starts, stays — and every
+/// query of every grouping set must then answer exactly as the embedded engine does with the batch stored
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_batch_cut_off_anywhere_is_completed_by_its_retry_and_stored_once() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let server = clickhouse_server();
+    let database = "edge_repair";
+    let embedded = TestApp::new().await;
+    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    let mut rng = StdRng::seed_from_u64(28);
+    let access: Vec<Value> = (0..400).map(|_| access_record(&mut rng)).collect();
+    let security: Vec<Value> = (0..200).map(|_| security_record(&mut rng)).collect();
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &access).await.status, StatusCode::OK);
+    assert_eq!(ingest(&embedded, "acme", "alice", "securityevents", &security).await.status, StatusCode::OK);
+    let first_access = keyed(&clickhouse, "accesslogs", "access.log:0", &access).await;
+    let first_security = keyed(&clickhouse, "securityevents", "events.log:0", &security).await;
+    assert_eq!(first_access.status, StatusCode::OK, "{}", first_access.body);
+    assert_eq!(first_security.status, StatusCode::OK, "{}", first_security.body);
+    let queries = every_set();
+    let same_as_once = || async {
+        for q in &queries {
+            let status = compare(&embedded, &clickhouse, q).await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(status, StatusCode::OK, "{q}");
+        }
+    };
+    same_as_once().await;
+    let again = keyed(&clickhouse, "accesslogs", "access.log:0", &access).await;
+    assert_eq!((&again.body, again.headers.get("idempotent-replayed").is_some()), (&first_access.body, true));
+    same_as_once().await;
+
+    let tables: Vec<String> = clickhouse_sql(
+        &server,
+        database,
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' \
+         AND name NOT IN ('dict', 'ingest_batches') ORDER BY name",
+    )
+    .lines()
+    .map(String::from)
+    .collect();
+    assert!(tables.len() > 10 && tables.contains(&"ingest_keys".to_string()), "{tables:?}");
+    let partitions = |table: &str| -> Vec<String> {
+        clickhouse_sql(
+            &server,
+            database,
+            &format!(
+                "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = '{table}' \
+                 AND active ORDER BY partition"
+            ),
+        )
+        .lines()
+        .map(|p| p.trim_matches('\'').to_string())
+        .collect()
+    };
+    let cut = |table: &str, keep: &dyn Fn(usize, usize) -> bool| {
+        for (i, p) in partitions(table).iter().enumerate() {
+            let t = tables.iter().position(|x| x == table).unwrap_or(0);
+            if table == "ingest_keys" || !keep(t, i) {
+                clickhouse_sql(&server, database, &format!("ALTER TABLE {table} DROP PARTITION '{p}'"));
+            }
+        }
+    };
+    type Keep = dyn Fn(usize, usize) -> bool;
+    let scenarios: [(&str, &Keep); 4] = [
+        ("stored whole, killed before its key was kept", &|_, _| true),
+        ("raw rows written, no rollup", &|_, _| false),
+        ("some days of some tables", &|t, i| (t + i) % 2 == 0),
+        ("nothing but the dictionary", &|_, _| false),
+    ];
+    for (n, (what, keep)) in scenarios.into_iter().enumerate() {
+        for table in &tables {
+            let raw = table == "access" || table == "security";
+            let keep: &Keep = if raw && n == 1 { &|_, _| true } else { keep };
+            cut(table, keep);
+        }
+        for (kind, key, lines, first) in [
+            ("accesslogs", "access.log:0", &access, &first_access),
+            ("securityevents", "events.log:0", &security, &first_security),
+        ] {
+            let retry = keyed(&clickhouse, kind, key, lines).await;
+            assert_eq!((retry.status, &retry.body), (StatusCode::OK, &first.body), "{what}: {kind}");
+            assert!(retry.headers.get("idempotent-replayed").is_none(), "{what}: completed, not replayed");
+            let replay = keyed(&clickhouse, kind, key, lines).await;
+            assert_eq!(replay.headers.get("idempotent-replayed").map(|v| v.as_bytes()), Some(&b"true"[..]), "{what}");
+        }
+        same_as_once().await;
+        eprintln!("{what}: completed by the retry, every query as with the batch stored once");
+    }
+    assert!(!clickhouse_sql(&server, database, "SHOW TABLES").contains("repair_"), "scratch tables are dropped");
+}
+
+/// The schema version 1 created (main's server before exactly-once ingestion, on ClickHouse 18.16; `SHOW CREATE
+/// TABLE` of each table, then each view, on 2026-11-25).
+const SCHEMA_V1: &str = include_str!("fixtures/clickhouse-schema-v1.sql");
+
+/// An access record as schema version 1 stored it: a raw row (dimensions as text) of `customer`.
+fn v1_row(customer: i64, seq: usize, record: &Value) -> String {
+    let mut row = serde_json::Map::new();
+    row.insert("customer".into(), json!(customer));
+    let ts = edge_api::stats::parse_time(record["timestamp"].as_str().unwrap_or("")).expect("a time");
+    row.insert("ts".into(), json!(ts));
+    row.insert("seq".into(), json!(seq));
+    for d in edge_server::stats::DIMS[..14].iter() {
+        let text = match &record[*d] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => v.to_string(),
+        };
+        row.insert(d.to_string(), json!(text));
+    }
+    for m in DELIVERY_METRICS {
+        row.insert(m.to_string(), json!(record[m].as_u64().unwrap_or(if m == "hits" { 1 } else { 0 })));
+    }
+    Value::Object(row).to_string()
+}
+
+/// Each delivery grouping set's sums of hits and last-mile bytes over the records' days.
+async fn delivery_sums(app: &TestApp) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    for (path, family, granularity, set) in targets() {
+        if family != Family::Delivery {
+            continue;
+        }
+        let g = granularity.unwrap_or_default();
+        let uri = format!(
+            "/acme/v1{path}?starttime={}&endtime={}&granularity={g}&dimensions={}&metrics=hits,last_mile_bandwidth_bytes&limit=2500",
+            format_time(T0 - 3 * DAY),
+            format_time(T0),
+            set.join(",")
+        );
+        let reply = app.send(req(Method::GET, &uri).basic("alice", PASSWORD).done()).await;
+        assert_eq!(reply.status, StatusCode::OK, "{uri}: {}", reply.body);
+        let rows = reply.body["rows"].as_array().cloned().unwrap_or_default();
+        assert!(rows.len() < 2500, "{uri}: every row in one page");
+        let sum = |from_end: usize| -> u64 {
+            rows.iter().filter_map(|r| r.as_array().and_then(|r| r[r.len() - from_end].as_u64())).sum()
+        };
+        out.push((format!("{g}/{}", set.join("/")), sum(2), sum(1)));
+    }
+    out
+}
+
+/// A database of schema version 1 is upgraded at start (the raw tables get their batch column, the views move
+/// to the Null tables, the old ones are dropped): its rows still count, and keyed batches are stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_schema_version_1_is_upgraded_and_its_rows_still_count() {
+    let server = clickhouse_server();
+    let database = "edge_v1";
+    clickhouse_sql(&server, "default", &format!("CREATE DATABASE {database}"));
+    for statement in SCHEMA_V1.split("\n;\n").map(str::trim).filter(|s| !s.is_empty()) {
+        clickhouse_sql(&server, database, statement);
+    }
+    clickhouse_sql(&server, database, "INSERT INTO edge_schema VALUES (1, 0)");
+    let embedded = TestApp::new().await;
+    let acme = embedded.state.store.customer_by_name("acme").await.unwrap().unwrap().id;
+    let mut rng = StdRng::seed_from_u64(1);
+    let old: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
+    // Stored as version 1 stored them: into the raw table, whose views fed the rollups.
+    let rows: Vec<String> = old.iter().enumerate().map(|(i, r)| v1_row(acme, i, r)).collect();
+    clickhouse_sql(&server, database, &format!("INSERT INTO access FORMAT JSONEachRow\n{}", rows.join("\n")));
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &old).await.status, StatusCode::OK);
+
+    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    assert_eq!(clickhouse.state.store.customer_by_name("acme").await.unwrap().unwrap().id, acme);
+    assert_eq!(clickhouse_sql(&server, database, "SELECT max(version) FROM edge_schema").trim(), "2");
+    let old_views = clickhouse_sql(
+        &server,
+        database,
+        "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name LIKE 'mv%' \
+         AND name NOT LIKE 'mvi%'",
+    );
+    assert_eq!(old_views.trim(), "0", "the views of version 1 are gone");
+    assert_eq!(delivery_sums(&clickhouse).await, delivery_sums(&embedded).await, "version 1's rows");
+
+    let new: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
+    assert_eq!(keyed(&clickhouse, "accesslogs", "new:0", &new).await.status, StatusCode::OK);
+    let again = keyed(&clickhouse, "accesslogs", "new:0", &new).await;
+    assert_eq!(again.headers.get("idempotent-replayed").map(|v| v.as_bytes()), Some(&b"true"[..]));
+    assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &new).await.status, StatusCode::OK);
+    assert_eq!(delivery_sums(&clickhouse).await, delivery_sums(&embedded).await, "both batches once");
 }

@@ -147,6 +147,16 @@ fn tighten_parameters(path: &str, op: &mut openapi::path::Operation) {
                         .into(),
                 )
             }
+            (ParameterIn::Header, "Idempotency-Key") => {
+                param.schema = Some(
+                    openapi::ObjectBuilder::new()
+                        .schema_type(openapi::schema::Type::String)
+                        .min_length(Some(1))
+                        .max_length(Some(stats::MAX_IDEMPOTENCY_KEY))
+                        .pattern(Some("^[ -~]+$"))
+                        .into(),
+                )
+            }
             _ => {
                 if let Some(rule) = stats::parameter_rule(path, &param.name) {
                     param.schema = Some(rule.schema.into());

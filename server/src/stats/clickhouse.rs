@@ -26,14 +26,17 @@ use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK
 use serde::Deserialize;
 
 use super::{
-    AccessBatch, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, StatsEngine, dim_id,
+    AccessBatch, Answer, Cell, DIMS, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch,
+    StatsEngine, Stored, dim_id,
     ingest::{Column, SECURITY_DIMS},
     memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
 };
 use crate::{clock::Clock, store::CustomerId};
 
 /// The schema this version writes and reads; kept in the `edge_schema` table.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: batches go through Null tables (`access_in`, `security_in`) whose views write the raw rows (with a
+/// batch id) and the rollups (with a marker row per batch with a key and day), and kept keys (`ingest_keys`).
+pub const SCHEMA_VERSION: u32 = 2;
 /// A query or insert that takes longer is abandoned (and answered 503).
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Records of one batch share a millisecond of the sequence; a larger batch takes several.
@@ -105,8 +108,12 @@ pub struct ClickHouseEngine {
     specs: Vec<Spec>,
     /// The rollup table of each spec.
     tables: Vec<String>,
+    /// How each rollup table is fed (what a repair runs).
+    feeds: Vec<Feed>,
     /// The last millisecond of the sequence handed out.
     last_slot: Mutex<u64>,
+    /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
+    daily_retention_days: Option<u32>,
 }
 
 impl Drop for ClickHouseEngine {
@@ -242,41 +249,86 @@ fn metric_columns(spec: &Spec) -> &'static [&'static str] {
     if spec.metrics == METRICS { &DELIVERY_METRICS } else { &["hits"] }
 }
 
-/// The statements that create the schema (each idempotent): raw tables, the value dictionary, and each
-/// rollup with the materialized view(s) that feed it.
-fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
-    let day = |ts: &str| format!("toDate(intDiv({ts}, 1000))");
-    let mut out =
-        vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = TinyLog".to_string()];
-    // A raw table: its records by customer and time, partitioned by day.
-    let raw = |table: &str, columns: Vec<String>, order: &str| {
-        format!(
-            "CREATE TABLE IF NOT EXISTS {table} (customer Int64, ts Int64, seq UInt64{}, day Date MATERIALIZED {}) \
-             ENGINE = MergeTree PARTITION BY day ORDER BY ({order})",
-            columns.concat(),
-            day("ts")
-        )
-    };
-    let strings = |dims: &[&str]| dims.iter().map(|d| format!(", {d} String")).collect::<Vec<_>>();
-    let mut access_columns = strings(&DIMS[..14]);
-    access_columns.extend(DELIVERY_METRICS.iter().map(|m| format!(", {m} UInt64")));
-    out.push(raw("access", access_columns, "customer, ts"));
-    out.push(raw("security", strings(&SECURITY_DIMS), "customer, ts, seq"));
-    out.push(
-        "CREATE TABLE IF NOT EXISTS dict_in (customer Int64, dim UInt8, value String, seq UInt64) ENGINE = Null".into(),
-    );
-    out.push(
-        "CREATE TABLE IF NOT EXISTS dict (customer Int64, dim UInt8, value String, \
-         first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree ORDER BY (customer, dim, value)"
-            .into(),
-    );
-    out.push(
-        "CREATE MATERIALIZED VIEW IF NOT EXISTS dict_mv TO dict AS SELECT customer, dim, value, \
-         minState(seq) AS first FROM dict_in GROUP BY customer, dim, value"
-            .into(),
-    );
-    // One table (and one view per source) per kind and granularity; each record goes to every grouping set
-    // of its table through ARRAY JOIN, with the dimensions outside a set left empty.
+/// The grouping of a batch's marker rows in a rollup table: no grouping set's (they have 26 bits at most), so
+/// no query reads them. A batch sent with a key ([`batch_id`] not 0) adds one to every rollup table, per day
+/// it has records of there, in the same part as its rollup rows of that day: so a retry can tell which parts
+/// of a cut-off first attempt landed.
+const MARKER: u64 = 1 << 63;
+
+/// Which raw table feeds a rollup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Access,
+    Security,
+}
+
+impl Source {
+    fn raw(self) -> &'static str {
+        match self {
+            Source::Access => "access",
+            Source::Security => "security",
+        }
+    }
+
+    /// The raw columns as inserted (`day` is computed from `ts`).
+    fn columns(self) -> Vec<&'static str> {
+        let mut out = vec!["customer", "ts", "seq"];
+        match self {
+            Source::Access => out.extend(DIMS[..14].iter().copied().chain(DELIVERY_METRICS)),
+            Source::Security => out.extend(SECURITY_DIMS),
+        }
+        out.push("batch");
+        out
+    }
+
+    /// The column definitions of [`Source::columns`].
+    fn definitions(self) -> String {
+        self.columns()
+            .iter()
+            .map(|c| {
+                let ty = match *c {
+                    "customer" | "ts" => "Int64",
+                    "seq" | "batch" => "UInt64",
+                    m if DELIVERY_METRICS.contains(&m) => "UInt64",
+                    _ => "String",
+                };
+                format!("{c} {ty}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// How one rollup table is fed from one raw source: the materialized view's SELECT, which the repair of a
+/// batch also runs over the batch's rows alone.
+struct Feed {
+    table: String,
+    source: Source,
+    /// `SELECT … FROM ` up to the source.
+    head: String,
+    /// After the source: `ARRAY JOIN …` (and the marker when the row has a batch id).
+    join: String,
+    condition: String,
+    group: String,
+}
+
+impl Feed {
+    fn select(&self, from: &str, extra: &str) -> String {
+        format!("{} {from} {} WHERE ({}){extra} GROUP BY {}", self.head, self.join, self.condition, self.group)
+    }
+
+    /// The view's name; views of schema version 1 read the raw tables themselves (`mv_`, `mvs_`).
+    fn view(&self) -> String {
+        match self.source {
+            Source::Access => format!("mvi_{}", self.table),
+            Source::Security => format!("mvis_{}", self.table),
+        }
+    }
+}
+
+/// Every rollup table's feeds, and the statements that create the rollup tables.
+fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed>) {
+    let (mut creates, mut feeds) = (Vec::new(), Vec::new());
     let mut done: Vec<&str> = Vec::new();
     for (spec, table) in specs.iter().zip(tables) {
         if done.contains(&table.as_str()) {
@@ -304,35 +356,45 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
              ORDER BY (customer, grouping, bucket{})",
             dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
         );
-        out.push(create);
+        creates.push(create);
         let step = spec.granularity.millis();
         let bucket = format!("intDiv(ts, {step}) * {step}");
         let group = format!(
             "customer, day, grouping, bucket{}",
             dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
         );
-        let select = |source: &dyn Fn(&str) -> String, sums: &str, condition: &str, from: &str| {
-            let mut select = format!("SELECT customer, {} AS day, grouping, {bucket} AS bucket", day(&bucket));
-            for (d, id) in dims.iter().zip(&dim_ids) {
-                let _ = write!(select, ", if(bitAnd(grouping, {}) != 0, {}, '') AS {}", 1u64 << id, source(d), col(d));
-            }
-            let _ = write!(
-                select,
-                ", {sums}, minState(seq) AS first FROM {from} ARRAY JOIN arrayMap(x -> toUInt64(x), [{}]) AS grouping WHERE {condition} \
-                 GROUP BY {group}",
-                masks.join(", ")
+        // A marker row's bucket is its batch id (below 2^63); its day is its records'.
+        let join = format!(
+            "ARRAY JOIN if(batch = 0, arrayMap(x -> toUInt64(x), [{0}]), arrayMap(x -> toUInt64(x), [{0}, {MARKER}])) \
+             AS grouping",
+            masks.join(", ")
+        );
+        let feed = |source: Source, sums: &str, condition: &str| {
+            let mut head = format!(
+                "SELECT customer, toDate(intDiv({bucket}, 1000)) AS day, grouping, \
+                 if(grouping = {MARKER}, toInt64(batch), {bucket}) AS bucket"
             );
-            select
+            for (d, id) in dims.iter().zip(&dim_ids) {
+                let value = match (source, *d) {
+                    (Source::Access, "client_country_code") => "country_code",
+                    (Source::Access, "waf_action") => "'ALLOW'",
+                    (_, d) => d,
+                };
+                let _ = write!(head, ", if(bitAnd(grouping, {}) != 0, {value}, '') AS {}", 1u64 << id, col(d));
+            }
+            let _ = write!(head, ", {sums}, minState(seq) AS first FROM");
+            Feed {
+                table: table.clone(),
+                source,
+                head,
+                join: join.clone(),
+                condition: condition.to_string(),
+                group: group.clone(),
+            }
         };
         if matches!(spec.kind, Kind::Delivery | Kind::TopKUrl | Kind::RequestTrend) {
-            let source = |d: &str| match d {
-                "client_country_code" => "country_code".to_string(),
-                "waf_action" => "'ALLOW'".to_string(),
-                d => d.to_string(),
-            };
             let sums: Vec<String> = metrics.iter().map(|m| format!("sumState({m}) AS {m}")).collect();
-            let select = select(&source, &sums.join(", "), "1", "access");
-            out.push(format!("CREATE MATERIALIZED VIEW IF NOT EXISTS mv_{table} TO {table} AS {select}"));
+            feeds.push(feed(Source::Access, &sums.join(", "), "1"));
         }
         let from_security = match spec.kind {
             Kind::WafTrend | Kind::RequestTrend | Kind::TopK { waf: true, .. } => Some("source = 'waf'"),
@@ -341,9 +403,79 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
             Kind::Delivery | Kind::TopKUrl => None,
         };
         if let Some(condition) = from_security {
-            let select = select(&|d: &str| d.to_string(), "sumState(toUInt64(1)) AS hits", condition, "security");
-            out.push(format!("CREATE MATERIALIZED VIEW IF NOT EXISTS mvs_{table} TO {table} AS {select}"));
+            feeds.push(feed(Source::Security, "sumState(toUInt64(1)) AS hits", condition));
         }
+    }
+    (creates, feeds)
+}
+
+/// The statements that create the schema (each idempotent): raw tables, the value dictionary, the kept keys
+/// of batches, and each rollup with the materialized view(s) that feed it. Batches are inserted into a Null
+/// table per source, whose views write the raw rows and the rollups, so that a repair can write each of them
+/// alone. Dropping the views of schema version 1 (on the raw tables) comes last.
+fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
+    let mut out =
+        vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = TinyLog".to_string()];
+    for (source, order) in [(Source::Access, "customer, ts"), (Source::Security, "customer, ts, seq")] {
+        out.push(format!(
+            "CREATE TABLE IF NOT EXISTS {} ({}, day Date MATERIALIZED toDate(intDiv(ts, 1000))) \
+             ENGINE = MergeTree PARTITION BY day ORDER BY ({order})",
+            source.raw(),
+            source.definitions()
+        ));
+        out.push(format!("CREATE TABLE IF NOT EXISTS {}_in ({}) ENGINE = Null", source.raw(), source.definitions()));
+    }
+    out.push(
+        "CREATE TABLE IF NOT EXISTS dict_in (customer Int64, dim UInt8, value String, seq UInt64) ENGINE = Null".into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS dict (customer Int64, dim UInt8, value String, \
+         first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree ORDER BY (customer, dim, value)"
+            .into(),
+    );
+    out.push(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS dict_mv TO dict AS SELECT customer, dim, value, \
+         minState(seq) AS first FROM dict_in GROUP BY customer, dim, value"
+            .into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS ingest_batches (customer Int64, endpoint UInt8, key String, batch UInt64, \
+         at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
+         ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
+            .into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS ingest_keys (customer Int64, endpoint UInt8, key String, body_hash String, \
+         accepted UInt64, at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
+         ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
+            .into(),
+    );
+    let (creates, feeds) = feeds(specs, tables);
+    out.extend(creates);
+    for source in [Source::Access, Source::Security] {
+        let columns = source.columns().join(", ");
+        out.push(format!(
+            // ClickHouse 18.16 expects a view to give the target's MATERIALIZED column too.
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_{0} TO {0} AS SELECT {columns}, toDate(intDiv(ts, 1000)) AS day \
+             FROM {0}_in",
+            source.raw()
+        ));
+    }
+    for feed in &feeds {
+        let from = format!("{}_in", feed.source.raw());
+        out.push(format!(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS {} TO {} AS {}",
+            feed.view(),
+            feed.table,
+            feed.select(&from, "")
+        ));
+    }
+    for feed in &feeds {
+        let old = match feed.source {
+            Source::Access => "mv",
+            Source::Security => "mvs",
+        };
+        out.push(format!("DROP TABLE IF EXISTS {old}_{}", feed.table));
     }
     out
 }
@@ -353,6 +485,18 @@ struct OutRow {
     b: i64,
     dims: Vec<String>,
     metrics: Vec<u64>,
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct LandedRow {
+    t: String,
+    d: String,
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct KeptRow {
+    body_hash: String,
+    accepted: u64,
 }
 
 #[derive(Deserialize, clickhouse::Row)]
@@ -393,6 +537,17 @@ fn firsts(c: &Column) -> Vec<u32> {
 
 impl ClickHouseEngine {
     /// Connects, creates the database and schema when missing, and checks the schema's version.
+    /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
+    pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
+        self.daily_retention_days = days;
+        self
+    }
+
+    /// Whether `table` holds daily rollups.
+    fn is_daily(&self, table: &str) -> bool {
+        self.tables.iter().zip(&self.specs).any(|(t, s)| t == table && s.granularity == Granularity::Day)
+    }
+
     pub fn open(url: &StatsUrl, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -411,8 +566,10 @@ impl ClickHouseEngine {
         }
         let client = base.clone().with_database(&url.database);
         let specs = memory::all_specs();
-        let tables = specs.iter().map(table_name).collect();
+        let tables: Vec<String> = specs.iter().map(table_name).collect();
+        let feeds = feeds(&specs, &tables).1;
         let engine = ClickHouseEngine {
+            feeds,
             client,
             database: url.database.clone(),
             runtime: Some(runtime),
@@ -420,6 +577,7 @@ impl ClickHouseEngine {
             specs,
             tables,
             last_slot: Mutex::new(0),
+            daily_retention_days: None,
         };
         let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
         engine.block(async move { base.query(&create_db).execute().await }).map_err(anyhow::Error::from)?;
@@ -441,7 +599,26 @@ impl ClickHouseEngine {
                      {SCHEMA_VERSION}; upgrade the server"
                 )));
             }
+            let mut columns_added = false;
             for s in &statements[1..] {
+                // Raw tables of schema version 1 get their batch column before the views that write it.
+                if !columns_added && s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_") {
+                    for source in [Source::Access, Source::Security] {
+                        let has: u64 = client
+                            .query(
+                                "SELECT count() FROM system.columns WHERE database = currentDatabase() \
+                                 AND table = ? AND name = 'batch'",
+                            )
+                            .bind(source.raw())
+                            .fetch_one::<u64>()
+                            .await?;
+                        if has == 0 {
+                            let alter = format!("ALTER TABLE {} ADD COLUMN batch UInt64", source.raw());
+                            client.query(&alter).execute().await?;
+                        }
+                    }
+                    columns_added = true;
+                }
                 client.query(s).execute().await?;
             }
             if version < SCHEMA_VERSION {
@@ -512,17 +689,173 @@ impl ClickHouseEngine {
         out
     }
 
-    /// Inserts dictionary rows, then the raw rows (`table`, its columns, RowBinary), in one request each.
-    fn insert(&self, dict: Vec<u8>, table: &'static str, columns: String, rows: Vec<u8>) -> Result<(), Failure> {
+    /// Inserts dictionary rows, then the raw rows (RowBinary, in [`Source::columns`] order) into the source's
+    /// Null table, whose views write the raw table and the rollups: each of them one part a day, written
+    /// whole or not at all.
+    fn insert(&self, dict: Vec<u8>, source: Source, rows: Vec<u8>) -> Result<(), Failure> {
         let client = self.client.clone();
         self.block(async move {
-            let mut insert =
-                client.insert_formatted_with("INSERT INTO dict_in (customer, dim, value, seq) FORMAT RowBinary");
-            insert.send(dict.into()).await?;
-            insert.end().await?;
-            let mut insert = client.insert_formatted_with(format!("INSERT INTO {table} ({columns}) FORMAT RowBinary"));
+            insert_dict(&client, dict).await?;
+            let sql = format!("INSERT INTO {}_in ({}) FORMAT RowBinary", source.raw(), source.columns().join(", "));
+            let mut insert = one_block(client.insert_formatted_with(sql));
             insert.send(rows.into()).await?;
             insert.end().await
+        })
+    }
+
+    /// Stores a batch sent with a key. A batch no attempt has begun (no row in `ingest_batches`, which is
+    /// written before anything else of it) is inserted as any batch. One begun before — an attempt cut off
+    /// half-way, or one that was stored but not answered — is looked for: only the parts its traces (raw rows
+    /// with its batch id, marker rows in the rollup tables) do not show are written, each (table, day) from
+    /// the batch's own rows. Then the key is kept. Every step leaves whole parts, so a repair cut off is
+    /// repaired by the next retry the same way.
+    fn store_keyed(
+        &self,
+        customer: CustomerId,
+        source: Source,
+        key: &Keyed,
+        batch: u64,
+        ts_range: (i64, i64),
+        (dict, rows, records): (Vec<u8>, Vec<u8>, usize),
+    ) -> Result<(), Failure> {
+        let client = self.client.clone();
+        let (endpoint, key_text, now) = (key.endpoint.code(), key.key.clone(), self.clock.now_ms());
+        let begun = self.block(async move {
+            let begun = client
+                .query(
+                    "SELECT count() FROM ingest_batches WHERE customer = ? AND endpoint = ? AND key = ? AND batch = ?",
+                )
+                .bind(customer)
+                .bind(endpoint)
+                .bind(&key_text)
+                .bind(batch)
+                .fetch_one::<u64>()
+                .await?;
+            if begun == 0 {
+                // Acknowledged before the batch's insert starts: without this row, nothing of the batch exists.
+                client
+                    .query("INSERT INTO ingest_batches (customer, endpoint, key, batch, at_ms) VALUES (?, ?, ?, ?, ?)")
+                    .bind(customer)
+                    .bind(endpoint)
+                    .bind(&key_text)
+                    .bind(batch)
+                    .bind(now)
+                    .execute()
+                    .await?;
+            }
+            Ok(begun > 0)
+        })?;
+        let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
+        if landed.is_empty() {
+            self.insert(dict, source, rows)?;
+        } else {
+            tracing::warn!(
+                customer,
+                key = %key.key,
+                parts = landed.len(),
+                "statistics: a batch's earlier attempt left parts in ClickHouse; writing the rest"
+            );
+            self.repair(customer, source, batch, dict, rows, &landed)?;
+        }
+        let client = self.client.clone();
+        let (endpoint, key_text, hash) = (key.endpoint.code(), key.key.clone(), hex::encode(key.body_hash));
+        let now = self.clock.now_ms();
+        self.block(async move {
+            client
+                .query(
+                    "INSERT INTO ingest_keys (customer, endpoint, key, body_hash, accepted, at_ms) \
+                     VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(customer)
+                .bind(endpoint)
+                .bind(key_text)
+                .bind(hash)
+                .bind(records as u64)
+                .bind(now)
+                .execute()
+                .await
+        })
+    }
+
+    /// The (table, day) parts a batch left: raw rows with its id, and the days of each rollup table with its
+    /// marker.
+    fn landed(
+        &self,
+        customer: CustomerId,
+        source: Source,
+        batch: u64,
+        (from, to): (i64, i64),
+    ) -> Result<Vec<(String, String)>, Failure> {
+        let mut sql = Sql::default();
+        sql.push("SELECT '").push(source.raw()).push("' AS t, toString(day) AS d FROM ").push(source.raw());
+        sql.push(" WHERE customer = ").int(customer).push(" AND ts >= ").int(from).push(" AND ts <= ").int(to);
+        sql.push(" AND batch = ").unsigned(batch).push(" GROUP BY day");
+        for feed in self.feeds.iter().filter(|f| f.source == source) {
+            sql.push(" UNION ALL SELECT '")
+                .push(&feed.table)
+                .push("' AS t, toString(day) AS d FROM ")
+                .push(&feed.table);
+            let _ = write!(sql.text, " WHERE customer = ");
+            sql.int(customer).push(" AND grouping = ").unsigned(MARKER).push(" AND bucket = ").int(batch as i64);
+            sql.push(" GROUP BY day");
+        }
+        let query = bind(self.client.query(&sql.text), sql.args);
+        let rows = self.block(async move { query.fetch_all::<LandedRow>().await })?;
+        Ok(rows.into_iter().map(|r| (r.t, r.d)).collect())
+    }
+
+    /// Writes what an earlier attempt of a batch did not leave: its rows go to a scratch table, from which
+    /// each target (the raw table, every rollup table the source feeds) gets the days it lacks.
+    fn repair(
+        &self,
+        customer: CustomerId,
+        source: Source,
+        batch: u64,
+        dict: Vec<u8>,
+        rows: Vec<u8>,
+        landed: &[(String, String)],
+    ) -> Result<(), Failure> {
+        let scratch = format!("repair_{customer}_{batch}").replace('-', "n");
+        let columns = source.columns().join(", ");
+        let lacking = |table: &str| -> Sql {
+            let days: Vec<&String> = landed.iter().filter(|(t, _)| t == table).map(|(_, d)| d).collect();
+            let mut sql = Sql::default();
+            if !days.is_empty() {
+                sql.push(" AND toString(toDate(intDiv(ts, 1000))) NOT IN (");
+                for (i, d) in days.into_iter().enumerate() {
+                    sql.push(if i > 0 { ", " } else { "" }).text(d);
+                }
+                sql.push(")");
+            }
+            sql
+        };
+        let mut statements: Vec<Sql> = Vec::new();
+        let mut raw = Sql::default();
+        raw.push(&format!("INSERT INTO {} ({columns}) SELECT {columns} FROM {scratch} WHERE 1", source.raw()));
+        raw.append(lacking(source.raw()));
+        statements.push(raw);
+        for feed in self.feeds.iter().filter(|f| f.source == source) {
+            let extra = lacking(&feed.table);
+            let mut sql = Sql::default();
+            let text = feed.select(&scratch, &extra.text);
+            sql.push(&format!("INSERT INTO {} ", feed.table)).push(&text);
+            sql.args = extra.args;
+            statements.push(sql);
+        }
+        let client = self.client.clone();
+        let definitions = source.definitions();
+        self.block(async move {
+            client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;
+            client.query(&format!("CREATE TABLE {scratch} ({definitions}) ENGINE = Memory")).execute().await?;
+            let mut insert =
+                client.insert_formatted_with(format!("INSERT INTO {scratch} ({columns}) FORMAT RowBinary"));
+            insert.send(rows.into()).await?;
+            insert.end().await?;
+            insert_dict(&client, dict).await?;
+            for sql in statements {
+                one_block_query(bind(client.query(&sql.text), sql.args)).execute().await?;
+            }
+            client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await
         })
     }
 
@@ -539,6 +872,55 @@ impl ClickHouseEngine {
     fn retention_start(&self, g: Granularity) -> Option<i64> {
         g.kept_from(self.clock.now_ms())
     }
+}
+
+async fn insert_dict(client: &clickhouse::Client, dict: Vec<u8>) -> Result<(), clickhouse::error::Error> {
+    let mut insert = client.insert_formatted_with("INSERT INTO dict_in (customer, dim, value, seq) FORMAT RowBinary");
+    insert.send(dict.into()).await?;
+    insert.end().await
+}
+
+/// Settings under which an insert, and each view it feeds, writes one block — one part per partition (day),
+/// each whole or not at all — however many rows it has: rows are read and squashed into one block, and
+/// aggregation stays single-level (two-level aggregation answers in 256 blocks).
+const ONE_BLOCK: [(&str, &str); 5] = [
+    ("max_insert_block_size", "4294967295"),
+    ("min_insert_block_size_rows", "4294967295"),
+    ("min_insert_block_size_bytes", "1099511627776"),
+    ("group_by_two_level_threshold", "0"),
+    ("group_by_two_level_threshold_bytes", "0"),
+];
+
+fn one_block(
+    mut insert: clickhouse::insert_formatted::InsertFormatted,
+) -> clickhouse::insert_formatted::InsertFormatted {
+    for (name, value) in ONE_BLOCK {
+        insert = insert.with_setting(name, value);
+    }
+    insert
+}
+
+fn one_block_query(mut query: clickhouse::query::Query) -> clickhouse::query::Query {
+    for (name, value) in ONE_BLOCK {
+        query = query.with_setting(name, value);
+    }
+    query
+}
+
+/// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
+/// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
+fn batch_id(customer: CustomerId, key: &Keyed) -> u64 {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update(customer.to_le_bytes());
+    h.update([key.endpoint.code()]);
+    h.update((key.key.len() as u64).to_le_bytes());
+    h.update(key.key.as_bytes());
+    h.update(key.body_hash);
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_le_bytes(first) >> 1) | 1
 }
 
 fn bind(mut q: clickhouse::query::Query, args: Vec<Arg>) -> clickhouse::query::Query {
@@ -843,19 +1225,29 @@ impl ClickHouseEngine {
     }
 }
 
-impl StatsEngine for ClickHouseEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError> {
+impl ClickHouseEngine {
+    /// Stores an access batch (with its key, if it has one).
+    fn store_access(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
         let n = batch.len();
         if n == 0 {
-            return Ok(());
+            return Ok(Stored::default());
         }
+        // In time order, as the embedded engine takes it: the records' places are when values were first seen.
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let seq = self.sequence(n);
+        let id = key.map_or(0, |k| batch_id(customer, k));
         let allow = Column { values: vec!["ALLOW".into()], ids: vec![0] };
         let mut columns: Vec<(usize, &Column)> = batch.dims.iter().enumerate().collect();
         columns.push((dim_id("client_country_code").unwrap_or(0), &batch.dims[4]));
         columns.push((dim_id("waf_action").unwrap_or(0), &allow));
         let dict = Self::dict_rows(customer, seq, &columns);
-        let mut rows = Vec::with_capacity(n * 160);
+        let mut rows = Vec::with_capacity(n * 168);
         for i in 0..n {
             rows.extend_from_slice(&customer.to_le_bytes());
             rows.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
@@ -866,22 +1258,34 @@ impl StatsEngine for ClickHouseEngine {
             for m in &batch.metrics {
                 rows.extend_from_slice(&m[i].to_le_bytes());
             }
+            rows.extend_from_slice(&id.to_le_bytes());
         }
-        let names: Vec<&str> =
-            ["customer", "ts", "seq"].into_iter().chain(DIMS[..14].iter().copied()).chain(DELIVERY_METRICS).collect();
-        Ok(self.insert(dict, "access", names.join(", "), rows)?)
+        let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
+        match key {
+            None => self.insert(dict, Source::Access, rows)?,
+            Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (dict, rows, n))?,
+        }
+        Ok(Stored::default())
     }
 
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError> {
+    fn store_security(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
         let n = batch.len();
         if n == 0 {
-            return Ok(());
+            return Ok(Stored::default());
         }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let seq = self.sequence(n);
+        let id = key.map_or(0, |k| batch_id(customer, k));
         let columns: Vec<(usize, &Column)> =
             batch.dims.iter().enumerate().map(|(i, c)| (dim_id(SECURITY_DIMS[i]).unwrap_or(0), c)).collect();
         let dict = Self::dict_rows(customer, seq, &columns);
-        let mut rows = Vec::with_capacity(n * 120);
+        let mut rows = Vec::with_capacity(n * 128);
         for i in 0..n {
             rows.extend_from_slice(&customer.to_le_bytes());
             rows.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
@@ -889,9 +1293,60 @@ impl StatsEngine for ClickHouseEngine {
             for c in &batch.dims {
                 put_str(&mut rows, c.value(i));
             }
+            rows.extend_from_slice(&id.to_le_bytes());
         }
-        let names: Vec<&str> = ["customer", "ts", "seq"].into_iter().chain(SECURITY_DIMS).collect();
-        Ok(self.insert(dict, "security", names.join(", "), rows)?)
+        let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
+        match key {
+            None => self.insert(dict, Source::Security, rows)?,
+            Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (dict, rows, n))?,
+        }
+        Ok(Stored::default())
+    }
+}
+
+impl StatsEngine for ClickHouseEngine {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, None)
+    }
+
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, None)
+    }
+
+    fn ingest_access_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, Some(key))
+    }
+
+    fn ingest_security_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, Some(key))
+    }
+
+    fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
+        let query = self
+            .client
+            .query(
+                "SELECT body_hash, accepted FROM ingest_keys WHERE customer = ? AND endpoint = ? AND key = ? \
+                 ORDER BY at_ms LIMIT 1",
+            )
+            .bind(customer)
+            .bind(endpoint.code())
+            .bind(key);
+        let rows = self.block(async move { query.fetch_all::<KeptRow>().await })?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let mut body_hash = [0u8; 32];
+        hex::decode_to_slice(&row.body_hash, &mut body_hash)
+            .map_err(|e| IngestError::Internal(anyhow::anyhow!("a kept key's body hash: {e}")))?;
+        Ok(Some(Kept { body_hash, accepted: row.accepted, folded: Vec::new() }))
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
@@ -919,7 +1374,14 @@ impl StatsEngine for ClickHouseEngine {
         let keep_from = |table: &str| -> Option<i64> {
             match table {
                 "access" => Granularity::FiveMinute.kept_from(now_ms),
+                t if self.daily_retention_days.is_some() && self.is_daily(t) => {
+                    Limits { daily_retention_days: self.daily_retention_days, ..Limits::NONE }
+                        .kept_from(Granularity::Day, now_ms)
+                }
                 "security" => Some(memory::day_start(now_ms) - EVENT_DAYS * 86_400_000),
+                // Kept keys: at least a day.
+                "ingest_keys" | "ingest_batches" => Some(now_ms - super::KEYS_KEPT_MS),
+                "edge_schema" | "dict" => None,
                 t => self.tables.iter().position(|x| x == t).and_then(|i| self.specs[i].granularity.kept_from(now_ms)),
             }
         };

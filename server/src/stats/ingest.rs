@@ -5,6 +5,8 @@
 use std::borrow::Cow;
 
 use edge_api::stats::{MAX_REJECTED, RejectedLine, parse_time};
+
+mod scan;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
@@ -58,6 +60,60 @@ impl Column {
     pub fn value(&self, record: usize) -> &str {
         &self.values[self.ids[record] as usize]
     }
+
+    /// The records in `order`, the values renumbered in the order they first appear in it (engines take a
+    /// value's place in a batch for when it was first seen).
+    fn reordered(&self, order: &[u32]) -> Column {
+        let mut renumbered = vec![u32::MAX; self.values.len()];
+        let mut values = Vec::with_capacity(self.values.len());
+        let ids = order
+            .iter()
+            .map(|i| {
+                let old = self.ids[*i as usize] as usize;
+                if renumbered[old] == u32::MAX {
+                    renumbered[old] = values.len() as u32;
+                    values.push(self.values[old].clone());
+                }
+                renumbered[old]
+            })
+            .collect();
+        Column { values, ids }
+    }
+
+    /// Appends the records of `other`, its values mapped to this column's (new ones added).
+    fn append(&mut self, other: Column) {
+        let known: FxHashMap<&str, u32> = self.values.iter().enumerate().map(|(i, v)| (v.as_str(), i as u32)).collect();
+        let mut added = Vec::new();
+        let map: Vec<u32> = other
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                known.get(v.as_str()).copied().unwrap_or_else(|| {
+                    added.push(i);
+                    (self.values.len() + added.len() - 1) as u32
+                })
+            })
+            .collect();
+        drop(known);
+        let mut values = other.values;
+        self.values.extend(added.into_iter().map(|i| std::mem::take(&mut values[i])));
+        self.ids.extend(other.ids.iter().map(|i| map[*i as usize]));
+    }
+}
+
+/// The positions of `ts` in time order (stable), or None when they are in order already.
+fn time_order(ts: &[i64]) -> Option<Vec<u32>> {
+    if ts.is_sorted() {
+        return None;
+    }
+    let mut pairs: Vec<(i64, u32)> = ts.iter().enumerate().map(|(i, t)| (*t, i as u32)).collect();
+    pairs.sort_unstable();
+    Some(pairs.into_iter().map(|(_, i)| i).collect())
+}
+
+fn reordered<T: Copy>(values: &[T], order: &[u32]) -> Vec<T> {
+    order.iter().map(|i| values[*i as usize]).collect()
 }
 
 /// Builds a [`Column`], looking each value up once per batch.
@@ -107,6 +163,28 @@ impl AccessBatch {
             b.push(r.ts_ms, r.dims.iter().map(|d| Cow::Borrowed(d.as_str())), r.metrics);
         }
         b.finish()
+    }
+
+    /// Appends the records of `other`.
+    pub fn append(&mut self, other: AccessBatch) {
+        self.ts_ms.extend(other.ts_ms);
+        for (c, o) in self.dims.iter_mut().zip(other.dims) {
+            c.append(o);
+        }
+        for (c, o) in self.metrics.iter_mut().zip(other.metrics) {
+            c.extend(o);
+        }
+    }
+
+    /// The batch in time order, or None when it is in order already. Engines sum records in time order, so
+    /// that a batch spread over days meets each stored bucket once.
+    pub fn by_time(&self) -> Option<AccessBatch> {
+        let order = time_order(&self.ts_ms)?;
+        Some(AccessBatch {
+            ts_ms: reordered(&self.ts_ms, &order),
+            dims: std::array::from_fn(|d| self.dims[d].reordered(&order)),
+            metrics: std::array::from_fn(|m| reordered(&self.metrics[m], &order)),
+        })
     }
 
     pub fn record(&self, i: usize) -> AccessRecord {
@@ -166,6 +244,23 @@ impl SecurityBatch {
         b.finish()
     }
 
+    /// Appends the records of `other`.
+    pub fn append(&mut self, other: SecurityBatch) {
+        self.ts_ms.extend(other.ts_ms);
+        for (c, o) in self.dims.iter_mut().zip(other.dims) {
+            c.append(o);
+        }
+    }
+
+    /// The batch in time order, or None when it is in order already (see [`AccessBatch::by_time`]).
+    pub fn by_time(&self) -> Option<SecurityBatch> {
+        let order = time_order(&self.ts_ms)?;
+        Some(SecurityBatch {
+            ts_ms: reordered(&self.ts_ms, &order),
+            dims: std::array::from_fn(|d| self.dims[d].reordered(&order)),
+        })
+    }
+
     pub fn record(&self, i: usize) -> SecurityRecord {
         SecurityRecord { ts_ms: self.ts_ms[i], dims: std::array::from_fn(|d| self.dims[d].value(i).to_string()) }
     }
@@ -192,7 +287,7 @@ impl<'a> SecurityBuilder<'a> {
 
 type Text<'a> = Cow<'a, str>;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 struct AccessLine<'a> {
     #[serde(borrow)]
@@ -377,7 +472,10 @@ fn int_text<'a>(v: u64) -> Cow<'a, str> {
 }
 
 fn access<'a>(line: &'a str, out: &mut AccessBuilder<'a>) -> Result<(), String> {
-    let l: AccessLine<'a> = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let l: AccessLine<'a> = match scan::scan_access(line) {
+        Some(l) => l,
+        None => serde_json::from_str(line).map_err(|e| e.to_string())?,
+    };
     short_texts(&[
         ("timestamp", &l.timestamp),
         ("browser_name", &l.browser_name),
@@ -697,11 +795,49 @@ pub fn parse_access(body: &str) -> (AccessBatch, Rejected) {
     parse_access_keeping(body, MAX_REJECTED)
 }
 
+/// Bodies at least this large are parsed in two halves at once, on two threads.
+const HALVES_FROM_BYTES: usize = 1 << 20;
+
+/// Parses `body` with `one`, in two halves at once when it is large; `join` appends the second half's batch
+/// to the first's, and rejected lines keep their numbers in the whole body.
+fn parse_halves<B: Send>(
+    body: &str,
+    keep: usize,
+    one: impl Fn(&str, usize) -> (B, Rejected) + Sync,
+    join: fn(&mut B, B),
+) -> (B, Rejected) {
+    let middle = match body.as_bytes()[body.len() / 2..].iter().position(|c| *c == b'\n') {
+        Some(at) if body.len() >= HALVES_FROM_BYTES => body.len() / 2 + at + 1,
+        _ => return one(body, keep),
+    };
+    let (first, second) = body.split_at(middle);
+    let ((mut batch, mut bad), (rest, rest_bad)) = std::thread::scope(|s| {
+        let rest = s.spawn(|| one(second, keep));
+        let first = one(first, keep);
+        (first, rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    join(&mut batch, rest);
+    let lines_before = first.bytes().filter(|c| *c == b'\n').count() as u64;
+    for mut line in rest_bad.lines {
+        line.line += lines_before;
+        if bad.lines.len() < keep {
+            bad.lines.push(line);
+        } else {
+            bad.more += 1;
+        }
+    }
+    bad.more += rest_bad.more;
+    (batch, bad)
+}
+
 /// Parses access-log NDJSON; keeps the first `keep` rejected lines and counts the rest.
 pub fn parse_access_keeping(body: &str, keep: usize) -> (AccessBatch, Rejected) {
-    let mut b = AccessBuilder::default();
-    let bad = parse(body, keep, &mut b, access);
-    (b.finish(), bad)
+    let one = |body: &str, keep: usize| {
+        let mut b = AccessBuilder::default();
+        let bad = parse(body, keep, &mut b, access);
+        (b.finish(), bad)
+    };
+    parse_halves(body, keep, one, AccessBatch::append)
 }
 
 /// Parses security-event NDJSON; keeps the first [`MAX_REJECTED`] rejected lines and counts the rest.
@@ -711,9 +847,12 @@ pub fn parse_security(body: &str) -> (SecurityBatch, Rejected) {
 
 /// Parses security-event NDJSON; keeps the first `keep` rejected lines and counts the rest.
 pub fn parse_security_keeping(body: &str, keep: usize) -> (SecurityBatch, Rejected) {
-    let mut b = SecurityBuilder::default();
-    let bad = parse(body, keep, &mut b, security);
-    (b.finish(), bad)
+    let one = |body: &str, keep: usize| {
+        let mut b = SecurityBuilder::default();
+        let bad = parse(body, keep, &mut b, security);
+        (b.finish(), bad)
+    };
+    parse_halves(body, keep, one, SecurityBatch::append)
 }
 
 #[cfg(test)]
@@ -838,6 +977,55 @@ mod tests {
             }
         }
         assert!(scanned > 1000 && scanned < edits, "{scanned} of {edits} scanned");
+    }
+
+    #[test]
+    fn a_large_body_parsed_in_halves_is_the_body_parsed_in_one_pass() {
+        let good = |i: usize| {
+            format!(
+                r#"{{"timestamp":"2026-01-01T00:{:02}:00","domain":"d{}.com","property":"p","http_status_code":200,"scheme":2,"request_url":"/u{}","hits":{}}}"#,
+                i % 60,
+                i % 7,
+                i % 1000,
+                i
+            )
+        };
+        let mut lines: Vec<String> = (0..12_000).map(good).collect();
+        // Bad lines in both halves, more of them than are listed.
+        for at in (5..12_000).step_by(97) {
+            lines[at] = format!("bad {at}");
+        }
+        lines.insert(3000, String::new());
+        let body = lines.join("\n");
+        assert!(body.len() > HALVES_FROM_BYTES);
+        let (halves, bad) = parse_access_keeping(&body, 100);
+        let mut one = AccessBuilder::default();
+        let one_bad = parse(&body, 100, &mut one, access);
+        let one = one.finish();
+        assert_eq!(halves.len(), one.len());
+        assert!((0..one.len()).all(|i| halves.record(i) == one.record(i)));
+        assert_eq!(bad, one_bad);
+        assert_eq!((bad.lines.len(), bad.count()), (100, 124));
+        assert_eq!(bad.lines[99].message, one_bad.lines[99].message);
+    }
+
+    #[test]
+    fn a_batch_in_time_order_numbers_its_values_as_they_first_appear() {
+        let record = |ts: i64, domain: &str| {
+            let mut dims: [String; 14] = Default::default();
+            dims[7] = domain.to_string();
+            AccessRecord { ts_ms: ts, dims, metrics: [ts as u64; 8] }
+        };
+        let records = [record(3, "c"), record(1, "a"), record(2, "b"), record(1, "c"), record(2, "a")];
+        let batch = AccessBatch::from_records(&records);
+        assert_eq!(batch.dims[7].values, ["c", "a", "b"]);
+        let sorted = batch.by_time().unwrap();
+        assert_eq!(sorted.ts_ms, [1, 1, 2, 2, 3]);
+        // Stable: records of one time keep their order.
+        assert_eq!(sorted.dims[7].values, ["a", "c", "b"]);
+        assert_eq!(sorted.dims[7].ids, [0, 1, 2, 0, 1]);
+        assert_eq!(sorted.metrics[0], [1, 1, 2, 2, 3]);
+        assert_eq!(sorted.by_time(), None);
     }
 
     #[test]

@@ -16,17 +16,19 @@ use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS
 use rustc_hash::FxHashMap;
 
 use super::{
-    AccessBatch, AccessRecord, Answer, Cell, DIMS, Footprint, IngestError, QueryError, SecurityBatch, SecurityRecord,
-    StatsEngine, dim_id,
+    AccessBatch, AccessRecord, Answer, Cell, DIMS, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError,
+    SecurityBatch, SecurityRecord, StatsEngine, Stored, Usage, dim_id,
     ingest::{Column, SECURITY_DIMS},
 };
 use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
 mod block;
+mod keys;
+mod limits;
 mod wal;
 
-use aggregate::{Input, Mapping, Metrics, Plan, Records, Work};
+use aggregate::{Horizon, Input, Mapping, Metrics, Plan, Records, Work};
 use block::{Block, Rollup};
 use wal::Log;
 
@@ -193,6 +195,16 @@ impl Dict {
         Some(id)
     }
 
+    /// Keeps the values marked in `used` (one mark a value), in their order.
+    fn keep(&mut self, used: &[bool]) {
+        let values = std::mem::take(&mut self.values);
+        self.ids.clear();
+        for (v, _) in values.into_iter().zip(used).filter(|(_, u)| **u) {
+            self.ids.insert(v.clone(), self.values.len() as u32);
+            self.values.push(v);
+        }
+    }
+
     /// Forgets the values added after the first `len`.
     fn truncate(&mut self, len: usize) {
         for v in self.values.drain(len.min(self.values.len())..) {
@@ -238,6 +250,15 @@ struct Tenant {
     dicts: RwLock<Vec<Dict>>,
     rollups: Vec<RwLock<Rollup>>,
     events: RwLock<Events>,
+    /// Rollup rows and raw events held (what [`Limits::max_rows`] limits).
+    rows: std::sync::atomic::AtomicU64,
+    /// Records whose value was folded since start, per dimension.
+    folded: Vec<std::sync::atomic::AtomicU64>,
+    /// Held (shared) by a batch from its encoding to its application, and (alone) by the compaction of the
+    /// dictionaries, which renumbers the ids a batch in between was encoded with.
+    ids: RwLock<()>,
+    /// Keys of the batches stored with an `Idempotency-Key` (each changed with its batch applied).
+    keys: Mutex<keys::Keys>,
 }
 
 impl Tenant {
@@ -246,7 +267,40 @@ impl Tenant {
             dicts: RwLock::new(DIMS.iter().map(|_| Dict::default()).collect()),
             rollups: (0..n_specs).map(|_| RwLock::new(Rollup::default())).collect(),
             events: RwLock::new(Events { ts: Vec::new(), cols: vec![Vec::new(); EVENT_DIMS.len()], sorted: true }),
+            rows: Default::default(),
+            folded: limits::new_folded_counters(),
+            ids: RwLock::new(()),
+            keys: Mutex::new(keys::Keys::default()),
         }
+    }
+
+    /// Rows held and memory taken.
+    fn footprint(&self) -> Footprint {
+        let mut f = Footprint::default();
+        for rollup in &self.rollups {
+            for block in read(rollup).blocks.values() {
+                f.rollup_rows += block.len() as u64;
+                f.bytes += block.bytes() + 48;
+            }
+        }
+        let ev = read(&self.events);
+        f.event_rows += ev.ts.len() as u64;
+        f.bytes += (ev.ts.capacity() * 8 + ev.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
+        // A value: its text, and its place in the list and in the index (two pointers and a hash slot each).
+        f.bytes +=
+            read(&self.dicts).iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 56).sum::<u64>()).sum::<u64>();
+        f
+    }
+
+    fn add_rows(&self, n: u64) {
+        self.rows.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn drop_rows(&self, n: u64) {
+        let _ =
+            self.rows.fetch_update(std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed, |r| {
+                Some(r.saturating_sub(n))
+            });
     }
 }
 
@@ -262,12 +316,20 @@ fn get_mut<T>(lock: &mut RwLock<T>) -> &mut T {
     lock.get_mut().unwrap_or_else(|e| e.into_inner())
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn get_mut_mutex<T>(mutex: &mut Mutex<T>) -> &mut T {
+    mutex.get_mut().unwrap_or_else(|e| e.into_inner())
+}
+
 pub struct MemoryEngine {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
-    /// Distinct values a dimension of one customer may hold ([`MAX_IDS`] unless opened for a test).
-    max_ids: usize,
+    /// What a customer may hold.
+    limits: Limits,
     tenants: RwLock<HashMap<CustomerId, Arc<Tenant>>>,
     /// The write-ahead log (group commit).
     log: Log,
@@ -279,7 +341,10 @@ pub struct MemoryEngine {
 }
 
 const WAL_MAGIC: u32 = 0x4544_4757;
-const SNAPSHOT_MAGIC: u32 = 0x4544_4753;
+/// Snapshots before kept keys (read, never written).
+const SNAPSHOT_MAGIC_V1: u32 = 0x4544_4753;
+/// Snapshots whose tenants end with their kept keys.
+const SNAPSHOT_MAGIC: u32 = 0x4544_4754;
 /// A checkpoint is taken by the housekeeping when the log grows past this.
 pub const CHECKPOINT_WAL_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -342,6 +407,9 @@ const KIND_ACCESS_ROWS: u8 = 0;
 const KIND_SECURITY_ROWS: u8 = 1;
 const KIND_ACCESS: u8 = 2;
 const KIND_SECURITY: u8 = 3;
+/// A batch sent with an `Idempotency-Key`: the kept key ([`keys::Entry`]), then the batch as above.
+const KIND_ACCESS_KEYED: u8 = 4;
+const KIND_SECURITY_KEYED: u8 = 5;
 
 impl Enc {
     fn varint(&mut self, mut v: u64) {
@@ -413,8 +481,9 @@ impl Dec<'_> {
     }
 }
 
-fn wire_access(b: &AccessBatch) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(b.len() * 48));
+/// Appends an access batch as the log keeps it.
+fn wire_access_into(e: &mut Enc, b: &AccessBatch) {
+    e.0.reserve(b.len() * 48);
     e.times(&b.ts_ms);
     for c in &b.dims {
         e.column(c);
@@ -422,16 +491,15 @@ fn wire_access(b: &AccessBatch) -> Vec<u8> {
     for col in &b.metrics {
         col.iter().for_each(|v| e.varint(*v));
     }
-    e.0
 }
 
-fn wire_security(b: &SecurityBatch) -> Vec<u8> {
-    let mut e = Enc(Vec::with_capacity(b.len() * 32));
+/// Appends a security batch as the log keeps it.
+fn wire_security_into(e: &mut Enc, b: &SecurityBatch) {
+    e.0.reserve(b.len() * 32);
     e.times(&b.ts_ms);
     for c in &b.dims {
         e.column(c);
     }
-    e.0
 }
 
 fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch> {
@@ -499,15 +567,15 @@ fn decode_security_rows(mut d: Dec, count: u32) -> anyhow::Result<SecurityBatch>
 const SNAPSHOT_SPARE_BYTES: u64 = 16 << 20;
 
 impl MemoryEngine {
-    /// Opens the engine in `<data_dir>/stats`: loads the snapshot and replays the log after it.
+    /// Opens the engine in `<data_dir>/stats` with no limit but its own (benchmarks, tests): loads the
+    /// snapshot and replays the log after it.
     pub fn open(data_dir: &Path, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        Self::open_with_limit(data_dir, clock, MAX_IDS)
+        Self::open_with(data_dir, clock, Limits::NONE)
     }
 
-    /// [`MemoryEngine::open`] with at most `max_ids` distinct values per dimension and customer (at most
-    /// [`MAX_IDS`]): tests reach the limit with a few records.
-    pub fn open_with_limit(data_dir: &Path, clock: Arc<dyn Clock>, max_ids: usize) -> anyhow::Result<Self> {
-        let max_ids = max_ids.min(MAX_IDS);
+    /// [`MemoryEngine::open`] with what each customer may hold. The log's batches replay under these limits
+    /// too, except that none is refused for the rows it holds: each was acknowledged.
+    pub fn open_with(data_dir: &Path, clock: Arc<dyn Clock>, limits: Limits) -> anyhow::Result<Self> {
         let dir = data_dir.join("stats");
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         // A snapshot cut off while being written (the disk filled, the process died) is of no use: the log
@@ -518,7 +586,7 @@ impl MemoryEngine {
         let mut applied = 0;
         let snapshot = dir.join("snapshot.bin");
         if snapshot.exists() {
-            applied = load_snapshot(&snapshot, specs.len(), &mut tenants)
+            applied = load_snapshot(&snapshot, specs.len(), clock.now_ms(), &mut tenants)
                 .with_context(|| format!("loading {}", snapshot.display()))?;
         }
         let wal_path = dir.join("wal.bin");
@@ -527,7 +595,7 @@ impl MemoryEngine {
             clock,
             tenants: RwLock::new(HashMap::new()),
             log: Log::open(wal_path.clone(), applied, 0)?,
-            max_ids,
+            limits,
             access_plan: Plan::new(&specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping),
             security_plan: Plan::new(&specs, 1, None, security_mapping),
             work: Mutex::new(Vec::new()),
@@ -594,30 +662,43 @@ impl MemoryEngine {
                 continue;
             }
             seq = s;
+            // A keyed batch starts with its key, kept once the batch is applied.
+            let mut rest = Dec(payload);
+            let entry = match kind {
+                KIND_ACCESS_KEYED | KIND_SECURITY_KEYED => keys::Entry::decode(&mut rest).map(Some),
+                _ => Ok(None),
+            };
+            let keep = |tenant: &Tenant, entry: Option<keys::Entry>| {
+                if let Some(entry) = entry {
+                    lock(&tenant.keys).insert(entry, self.clock.now_ms());
+                }
+            };
             let result = match kind {
-                KIND_ACCESS | KIND_ACCESS_ROWS => {
-                    let batch = if kind == KIND_ACCESS {
-                        decode_access(Dec(payload), count as usize)
+                KIND_ACCESS | KIND_ACCESS_ROWS | KIND_ACCESS_KEYED => {
+                    let batch = if kind == KIND_ACCESS_ROWS {
+                        decode_access_rows(rest, count)
                     } else {
-                        decode_access_rows(Dec(payload), count)
+                        decode_access(rest, count as usize)
                     };
-                    batch.map_err(IngestError::from).and_then(|b| {
+                    entry.and_then(|e| batch.map(|b| (e, b))).map_err(IngestError::from).and_then(|(entry, b)| {
                         let tenant = self.tenant(customer);
-                        let maps = self.encode_access(&tenant, &b)?;
-                        self.apply_access(&tenant, &b, &maps);
+                        let encoded = self.encode_access(&tenant, &b)?;
+                        self.apply_access(&tenant, &b, &encoded.maps);
+                        keep(&tenant, entry);
                         Ok(())
                     })
                 }
-                KIND_SECURITY | KIND_SECURITY_ROWS => {
-                    let batch = if kind == KIND_SECURITY {
-                        decode_security(Dec(payload), count as usize)
+                KIND_SECURITY | KIND_SECURITY_ROWS | KIND_SECURITY_KEYED => {
+                    let batch = if kind == KIND_SECURITY_ROWS {
+                        decode_security_rows(rest, count)
                     } else {
-                        decode_security_rows(Dec(payload), count)
+                        decode_security(rest, count as usize)
                     };
-                    batch.map_err(IngestError::from).and_then(|b| {
+                    entry.and_then(|e| batch.map(|b| (e, b))).map_err(IngestError::from).and_then(|(entry, b)| {
                         let tenant = self.tenant(customer);
-                        let maps = self.encode_security(&tenant, &b)?;
-                        self.apply_security(&tenant, &b, &maps);
+                        let encoded = self.encode_security(&tenant, &b)?;
+                        self.apply_security(&tenant, &b, &encoded.maps);
+                        keep(&tenant, entry);
                         Ok(())
                     })
                 }
@@ -677,72 +758,52 @@ impl MemoryEngine {
         g.kept_from(self.clock.now_ms())
     }
 
-    /// Maps each column's batch values to the customer's dictionary ids (`columns`: the dictionary of each
-    /// column, by [`DIMS`] id). When a dictionary is full, the values added so far are forgotten and nothing
-    /// of the batch is stored.
-    fn encode(&self, tenant: &Tenant, columns: &[(usize, &Column)]) -> Result<Vec<Vec<u32>>, IngestError> {
-        let mut dicts = write(&tenant.dicts);
-        let lens: Vec<usize> = dicts.iter().map(|d| d.values.len()).collect();
-        let mut maps = Vec::with_capacity(columns.len());
-        for (dim, column) in columns {
-            let map: Option<Vec<u32>> = column.values.iter().map(|v| dicts[*dim].id(v, self.max_ids)).collect();
-            match map {
-                Some(map) => maps.push(map),
-                None => {
-                    for (d, len) in dicts.iter_mut().zip(lens) {
-                        d.truncate(len);
-                    }
-                    return Err(IngestError::Full(format!(
-                        "{} already holds {} distinct values for this customer",
-                        DIMS[*dim], self.max_ids
-                    )));
-                }
-            }
-        }
-        Ok(maps)
-    }
-
-    /// Dictionary ids of an access batch's values, by access column (see [`AccessColumns`]).
-    fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<Vec<Vec<u32>>, IngestError> {
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+    /// The columns of an access batch as the dictionaries take them: the 14 of the batch (by [`DIMS`] id),
+    /// its country code again as `client_country_code`, and `waf_action` (ALLOW).
+    fn access_columns<'a>(b: &'a AccessBatch, allow: &'a Column) -> Vec<(usize, &'a Column)> {
         let mut columns: Vec<(usize, &Column)> = b.dims.iter().enumerate().collect();
         columns.push((dim_id("client_country_code").unwrap_or(0), &b.dims[4]));
-        columns.push((dim_id("waf_action").unwrap_or(0), &allow));
-        self.encode(tenant, &columns)
+        columns.push((dim_id("waf_action").unwrap_or(0), allow));
+        columns
+    }
+
+    fn security_columns(b: &SecurityBatch) -> Vec<(usize, &Column)> {
+        b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect()
+    }
+
+    /// Dictionary ids of an access batch's values, by column of [`MemoryEngine::access_columns`].
+    fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<limits::Encoded, IngestError> {
+        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b, &allow), self.limits.max_values)
     }
 
     /// Dictionary ids of a security batch's values, by column (in [`SECURITY_DIMS`] order).
-    fn encode_security(&self, tenant: &Tenant, b: &SecurityBatch) -> Result<Vec<Vec<u32>>, IngestError> {
-        let columns: Vec<(usize, &Column)> =
-            b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect();
-        self.encode(tenant, &columns)
+    fn encode_security(&self, tenant: &Tenant, b: &SecurityBatch) -> Result<limits::Encoded, IngestError> {
+        limits::encode(&mut write(&tenant.dicts), &Self::security_columns(b), self.limits.max_values)
     }
 
     /// Adds an encoded access batch to every delivery, top-K URL and request-trend rollup.
     fn apply_access(&self, tenant: &Tenant, b: &AccessBatch, maps: &[Vec<u32>]) {
-        let n = b.len();
-        let zeros = vec![0u32; n];
+        let zeros = vec![0u32; b.len()];
+        let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
+        card.push(b.dims[4].values.len());
+        card.push(1);
+        let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
         // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
         let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
         cols.push(&b.dims[4].ids);
         cols.push(&zeros);
-        let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
-        card.push(b.dims[4].values.len());
-        card.push(1);
         let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
         let input = Input { ts: &b.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps };
-        self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, |step| self.kept_from(step)));
+        in_parts(b.len(), |part| {
+            self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part));
+        });
     }
 
     fn with_work(&self, f: impl FnOnce(&mut Work)) {
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
         f(&mut work);
         self.work.lock().unwrap_or_else(|e| e.into_inner()).push(work);
-    }
-
-    /// The first bucket kept of the granularity of `step` milliseconds.
-    fn kept_from(&self, step: i64) -> Option<i64> {
-        Granularity::ALL.into_iter().find(|g| g.millis() == step).and_then(|g| self.retention_start(g))
     }
 
     /// Adds an encoded security batch to the raw events and every security rollup.
@@ -757,6 +818,7 @@ impl MemoryEngine {
         {
             let events_from = day_start(self.clock.now_ms()) - EVENT_DAYS * 86_400_000;
             let mut ev = write(&tenant.events);
+            let before = ev.ts.len();
             for i in (0..n).filter(|i| b.ts_ms[*i] >= events_from) {
                 if ev.ts.last().is_some_and(|last| *last > b.ts_ms[i]) {
                     ev.sorted = false;
@@ -766,23 +828,29 @@ impl MemoryEngine {
                     column.push(maps[c][b.dims[c].ids[i] as usize]);
                 }
             }
+            tenant.add_rows((ev.ts.len() - before) as u64);
         }
-        let wanted = [(true, false), (false, false), (false, true)]
+        let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
             .into_iter()
             .map(|(waf, rate_limited)| {
                 let w = (0..n).map(|i| is_waf[i] == waf && (!rate_limited || limited[i])).collect();
                 (Records::Security { waf, rate_limited }, w)
             })
             .collect();
+        let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
         let input = Input {
             ts: &b.ts_ms,
             cols: b.dims.iter().map(|c| c.ids.as_slice()).collect(),
             card: b.dims.iter().map(|c| c.values.len()).collect(),
             metrics: Metrics::Count,
-            wanted,
+            wanted: wanted.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
             maps,
         };
-        self.with_work(|work| self.security_plan.apply(work, &input, &tenant.rollups, |step| self.kept_from(step)));
+        in_parts(n, |part| {
+            self.with_work(|work| {
+                self.security_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part)
+            });
+        });
     }
 
     /// Loads pre-aggregated rows into the rollup of a delivery or top-K URL grouping set (the benchmark's bulk
@@ -813,11 +881,13 @@ impl MemoryEngine {
         for (bucket, values, metrics) in rows {
             let mut e = Vec::with_capacity(want.len());
             for (k, id) in want.iter().enumerate() {
-                e.push(dicts[*id].id(&values[order[k]], self.max_ids).context("dictionary full")?);
+                e.push(dicts[*id].id(&values[order[k]], MAX_IDS).context("dictionary full")?);
             }
             let key = e.iter().fold(0u128, |k, v| (k << ID_BITS) | u128::from(*v));
             anyhow::ensure!(metrics.len() == n_metrics, "{n_metrics} metrics a row");
-            rollup.open(bucket, want.len(), n_metrics).add(key, |i| e[i], &metrics);
+            if rollup.open(bucket, want.len(), n_metrics).add(key, &metrics) {
+                tenant.add_rows(1);
+            }
             n += 1;
         }
         rollup.seal_all();
@@ -834,7 +904,7 @@ impl MemoryEngine {
             let mut row = [0u32; EVENT_DIMS.len()];
             for (c, name) in EVENT_DIMS.iter().enumerate() {
                 let id = dim_id(name).unwrap_or(0);
-                row[c] = dicts[id].id(&r.dims[c], self.max_ids).context("dictionary full")?;
+                row[c] = dicts[id].id(&r.dims[c], MAX_IDS).context("dictionary full")?;
             }
             if ev.ts.last().is_some_and(|last| *last > r.ts_ms) {
                 ev.sorted = false;
@@ -844,6 +914,7 @@ impl MemoryEngine {
                 col.push(v);
             }
         }
+        tenant.add_rows(records.len() as u64);
         Ok(())
     }
 
@@ -880,6 +951,32 @@ pub(super) fn choose(
         .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
         .min_by_key(|(_, s)| s.dims.len())
         .map(|(i, _)| (i, true))
+}
+
+/// Batches of at least this many records are summed in parts on threads of their own.
+const PART_RECORDS: usize = 2048;
+
+/// Runs `apply(part, parts)` for every part of a batch of `n` records at once: one part a core (at most
+/// [`aggregate::MAX_PARTS`]), each part summing and merging its own rollups (see [`Plan::apply`]), so that a
+/// request of one connection uses every core.
+fn in_parts(n: usize, apply: impl Fn((usize, usize)) + Sync) {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores =
+        *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |c| c.get().min(aggregate::MAX_PARTS)));
+    let parts = if n >= PART_RECORDS { cores } else { 1 };
+    if parts == 1 {
+        return apply((0, 1));
+    }
+    std::thread::scope(|s| {
+        let apply = &apply;
+        let others: Vec<_> = (1..parts).map(|p| s.spawn(move || apply((p, parts)))).collect();
+        apply((0, parts));
+        for other in others {
+            if let Err(panic) = other.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
 }
 
 pub(super) fn day_start(ms: i64) -> i64 {
@@ -1053,15 +1150,10 @@ fn select(filter: &Compiled, block: &Block, mask: &mut Vec<bool>) -> Selection {
             mask.clear();
             mask.resize(n, true);
             for t in tests {
-                let col = &block.dims[t.column];
                 match (t.id, t.equal) {
                     (None, true) => return Selection::Nothing,
                     (None, false) => {}
-                    (Some(id), eq) => {
-                        for (m, v) in mask.iter_mut().zip(col) {
-                            *m &= (*v == id) == eq;
-                        }
-                    }
+                    (Some(id), eq) => block.dim(t.column).for_each(mask, |m, v| *m &= (v == id) == eq),
                 }
             }
             Selection::Mask
@@ -1070,15 +1162,10 @@ fn select(filter: &Compiled, block: &Block, mask: &mut Vec<bool>) -> Selection {
             mask.clear();
             mask.resize(n, false);
             for t in tests {
-                let col = &block.dims[t.column];
                 match (t.id, t.equal) {
                     (None, true) => {}
                     (None, false) => return Selection::All,
-                    (Some(id), eq) => {
-                        for (m, v) in mask.iter_mut().zip(col) {
-                            *m |= (*v == id) == eq;
-                        }
-                    }
+                    (Some(id), eq) => block.dim(t.column).for_each(mask, |m, v| *m |= (v == id) == eq),
                 }
             }
             Selection::Mask
@@ -1230,7 +1317,7 @@ impl MemoryEngine {
                     if !sel.has(&mask, r) {
                         continue;
                     }
-                    let key: Vec<u32> = dim_cols.iter().map(|c| block.dims[*c][r]).collect();
+                    let key: Vec<u32> = dim_cols.iter().map(|c| block.dim(*c).get(r)).collect();
                     let m = groups.entry((b, key)).or_insert_with(|| vec![0; metric_cols.len()]);
                     for (slot, c) in m.iter_mut().zip(&metric_cols) {
                         *slot += block.metric(*c).get(r);
@@ -1333,7 +1420,7 @@ impl MemoryEngine {
                             if sel.has(&mask, r) {
                                 let key = order.key(
                                     *bucket,
-                                    |d| block.dims[dim_cols[d]][r],
+                                    |d| block.dim(dim_cols[d]).get(r),
                                     |m| block.metric(metric_cols[m]).get(r),
                                 );
                                 top.offer(key, pos(r));
@@ -1469,30 +1556,146 @@ impl MemoryEngine {
 fn row_of(bucket: i64, block: &Block, r: usize, dim_cols: &[usize], metric_cols: &[usize]) -> Row {
     Row {
         bucket,
-        dims: dim_cols.iter().map(|c| block.dims[*c][r]).collect(),
+        dims: dim_cols.iter().map(|c| block.dim(*c).get(r)).collect(),
         metrics: metric_cols.iter().map(|c| block.metric(*c).get(r)).collect(),
     }
 }
 
-impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<(), IngestError> {
+impl MemoryEngine {
+    /// Stores an access batch, and with it `key` if there is one (in the same log record, kept as the batch
+    /// is applied).
+    fn store_access(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
         if batch.is_empty() {
-            return Ok(());
+            return Ok(Stored::default());
         }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
-        let maps = self.encode_access(&tenant, batch)?;
-        let apply = || self.apply_access(&tenant, batch, &maps);
-        Ok(self.logged(KIND_ACCESS, customer, batch.len(), wire_access(batch), apply)?)
+        limits::room(&tenant, &self.limits)?;
+        let _ids = read(&tenant.ids);
+        let encoded = self.encode_access(&tenant, batch)?;
+        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
+        let folded = encoded.folded_records(&Self::access_columns(batch, &allow));
+        // The log keeps folded values as stored. (A country code folded only as client_country_code, whose
+        // dictionary security events fill too, is folded again when the log replays.)
+        let mut as_stored = None;
+        for (c, column) in batch.dims.iter().enumerate() {
+            if let Some(stored) = encoded.as_stored(c, c, column) {
+                as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
+            }
+        }
+        let stored = Stored { folded: folded.iter().map(|(d, n)| (DIMS[*d], *n)).collect() };
+        let (kind, mut wire, entry) = self.keyed(KIND_ACCESS, KIND_ACCESS_KEYED, key, batch.len(), &stored);
+        wire_access_into(&mut wire, as_stored.as_ref().unwrap_or(batch));
+        drop(as_stored);
+        let apply = || {
+            self.apply_access(&tenant, batch, &encoded.maps);
+            self.keep(&tenant, entry);
+        };
+        self.logged(kind, customer, batch.len(), wire.0, apply)?;
+        limits::count_folded(&tenant, &folded);
+        Ok(stored)
     }
 
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<(), IngestError> {
-        if batch.is_empty() {
-            return Ok(());
+    /// The log kind of a batch, the start of its record (its key's entry, if it has a key), and that entry.
+    fn keyed(
+        &self,
+        plain: u8,
+        keyed: u8,
+        key: Option<&Keyed>,
+        records: usize,
+        stored: &Stored,
+    ) -> (u8, Enc, Option<keys::Entry>) {
+        let mut wire = Enc(Vec::new());
+        match key {
+            None => (plain, wire, None),
+            Some(key) => {
+                let entry = keys::Entry::new(key, self.clock.now_ms(), records as u64, stored);
+                entry.encode(&mut wire);
+                (keyed, wire, Some(entry))
+            }
         }
+    }
+
+    fn keep(&self, tenant: &Tenant, entry: Option<keys::Entry>) {
+        if let Some(entry) = entry {
+            lock(&tenant.keys).insert(entry, self.clock.now_ms());
+        }
+    }
+
+    fn store_security(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: Option<&Keyed>,
+    ) -> Result<Stored, IngestError> {
+        if batch.is_empty() {
+            return Ok(Stored::default());
+        }
+        let sorted = batch.by_time();
+        let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
-        let maps = self.encode_security(&tenant, batch)?;
-        let apply = || self.apply_security(&tenant, batch, &maps);
-        Ok(self.logged(KIND_SECURITY, customer, batch.len(), wire_security(batch), apply)?)
+        limits::room(&tenant, &self.limits)?;
+        let _ids = read(&tenant.ids);
+        let encoded = self.encode_security(&tenant, batch)?;
+        let folded = encoded.folded_records(&Self::security_columns(batch));
+        let mut as_stored = None;
+        for (c, column) in batch.dims.iter().enumerate() {
+            let dim = dim_id(EVENT_DIMS[c]).unwrap_or(0);
+            if let Some(stored) = encoded.as_stored(c, dim, column) {
+                as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
+            }
+        }
+        let stored = Stored { folded: folded.iter().map(|(d, n)| (DIMS[*d], *n)).collect() };
+        let (kind, mut wire, entry) = self.keyed(KIND_SECURITY, KIND_SECURITY_KEYED, key, batch.len(), &stored);
+        wire_security_into(&mut wire, as_stored.as_ref().unwrap_or(batch));
+        drop(as_stored);
+        let apply = || {
+            self.apply_security(&tenant, batch, &encoded.maps);
+            self.keep(&tenant, entry);
+        };
+        self.logged(kind, customer, batch.len(), wire.0, apply)?;
+        limits::count_folded(&tenant, &folded);
+        Ok(stored)
+    }
+}
+
+impl StatsEngine for MemoryEngine {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, None)
+    }
+
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, None)
+    }
+
+    fn ingest_access_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, Some(key))
+    }
+
+    fn ingest_security_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, Some(key))
+    }
+
+    fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
+        let Some(tenant) = self.existing_tenant(customer) else { return Ok(None) };
+        let now = self.clock.now_ms();
+        Ok(lock(&tenant.keys).get(endpoint, key, now))
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
@@ -1516,21 +1719,31 @@ impl StatsEngine for MemoryEngine {
         let tenants: Vec<_> = self.tenants.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
         for t in tenants {
             for (spec, rollup) in self.specs.iter().zip(&t.rollups) {
-                if let Some(from) = spec.granularity.kept_from(now_ms) {
-                    let mut rollup = write(rollup);
+                let mut rollup = write(rollup);
+                if let Some(from) = self.limits.kept_from(spec.granularity, now_ms) {
                     let keep = rollup.blocks.split_off(&from);
-                    rollup.blocks = keep;
+                    let dropped = std::mem::replace(&mut rollup.blocks, keep);
+                    t.drop_rows(dropped.values().map(|b| b.len() as u64).sum());
+                }
+                rollup.seal_untouched();
+            }
+            {
+                let mut ev = write(&t.events);
+                ev.sort();
+                let from = day_start(now_ms) - EVENT_DAYS * 86_400_000;
+                let cut = ev.ts.partition_point(|x| *x < from);
+                if cut > 0 {
+                    ev.ts.drain(..cut);
+                    for col in &mut ev.cols {
+                        col.drain(..cut);
+                    }
+                    t.drop_rows(cut as u64);
                 }
             }
-            let mut ev = write(&t.events);
-            ev.sort();
-            let from = day_start(now_ms) - EVENT_DAYS * 86_400_000;
-            let cut = ev.ts.partition_point(|x| *x < from);
-            if cut > 0 {
-                ev.ts.drain(..cut);
-                for col in &mut ev.cols {
-                    col.drain(..cut);
-                }
+            lock(&t.keys).prune(now_ms);
+            let dropped = limits::compact_dictionaries(&t, &self.specs, self.limits.max_values);
+            if dropped > 0 {
+                tracing::info!(values = dropped, "statistics: dropped dictionary values no stored row uses any more");
             }
         }
         Ok(())
@@ -1570,19 +1783,23 @@ impl StatsEngine for MemoryEngine {
     fn footprint(&self) -> Footprint {
         let mut f = Footprint::default();
         for t in read(&self.tenants).values() {
-            for rollup in &t.rollups {
-                for block in read(rollup).blocks.values() {
-                    f.rollup_rows += block.len() as u64;
-                    f.bytes += block.bytes() + 48;
-                }
-            }
-            let ev = read(&t.events);
-            f.event_rows += ev.ts.len() as u64;
-            f.bytes += (ev.ts.capacity() * 8 + ev.cols.iter().map(|c| c.capacity() * 4).sum::<usize>()) as u64;
-            f.bytes +=
-                read(&t.dicts).iter().map(|d| d.values.iter().map(|v| v.len() as u64 + 40).sum::<u64>()).sum::<u64>();
+            let one = t.footprint();
+            f.rollup_rows += one.rollup_rows;
+            f.event_rows += one.event_rows;
+            f.bytes += one.bytes;
         }
         f
+    }
+
+    fn usage(&self) -> Vec<Usage> {
+        let tenants: Vec<_> = read(&self.tenants).iter().map(|(id, t)| (*id, t.clone())).collect();
+        let mut usage: Vec<Usage> = tenants.iter().map(|(id, t)| limits::usage(*id, t, t.footprint().bytes)).collect();
+        usage.sort_by_key(|u| u.customer);
+        usage
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
     }
 }
 
@@ -1616,9 +1833,10 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
         w.write_all(&(r.blocks.len() as u64).to_le_bytes())?;
         for (bucket, b) in &r.blocks {
             w.write_all(&bucket.to_le_bytes())?;
-            w.write_all(&(b.dims.len() as u32).to_le_bytes())?;
+            let dims = b.dim_columns();
+            w.write_all(&(dims.len() as u32).to_le_bytes())?;
             w.write_all(&(b.n_metrics() as u32).to_le_bytes())?;
-            for c in &b.dims {
+            for c in &dims {
                 write_u32s(w, c)?;
             }
             for c in &b.metric_columns() {
@@ -1633,6 +1851,10 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
     for c in &ev.cols {
         write_u32s(w, c)?;
     }
+    let mut keys = Enc(Vec::new());
+    lock(&t.keys).encode(&mut keys);
+    w.write_all(&(keys.0.len() as u64).to_le_bytes())?;
+    w.write_all(&keys.0)?;
     Ok(())
 }
 
@@ -1665,9 +1887,20 @@ impl<R: Read> Reader<R> {
 }
 
 /// Loads a snapshot; returns the log sequence number it includes.
-fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, Tenant>) -> anyhow::Result<u64> {
+/// Loads a snapshot (of this version, or of the one before kept keys); returns the log sequence number it
+/// includes. Kept keys older than a day at `now_ms` are not loaded.
+fn load_snapshot(
+    path: &Path,
+    n_specs: usize,
+    now_ms: i64,
+    tenants: &mut HashMap<CustomerId, Tenant>,
+) -> anyhow::Result<u64> {
     let mut r = Reader(BufReader::with_capacity(1 << 20, File::open(path)?));
-    anyhow::ensure!(r.u32()? == SNAPSHOT_MAGIC, "not a statistics snapshot");
+    let with_keys = match r.u32()? {
+        SNAPSHOT_MAGIC => true,
+        SNAPSHOT_MAGIC_V1 => false,
+        _ => anyhow::bail!("not a statistics snapshot"),
+    };
     let seq = r.u64()?;
     anyhow::ensure!(r.u32()? as usize == n_specs, "the snapshot was written by another version of the rollup set");
     let n = r.u32()?;
@@ -1700,6 +1933,14 @@ fn load_snapshot(path: &Path, n_specs: usize, tenants: &mut HashMap<CustomerId, 
         for c in &mut ev.cols {
             *c = r.u32s()?;
         }
+        if with_keys {
+            let len = r.u64()? as usize;
+            let mut raw = vec![0u8; len];
+            r.0.read_exact(&mut raw)?;
+            *get_mut_mutex(&mut t.keys) = keys::Keys::decode(&mut Dec(&raw), now_ms)?;
+        }
+        let held = t.footprint();
+        t.add_rows(held.rollup_rows + held.event_rows);
         tenants.insert(id, t);
     }
     Ok(seq)
@@ -1834,8 +2075,8 @@ mod tests {
                 let key = engine.specs[spec]
                     .dims
                     .iter()
-                    .zip(&block.dims)
-                    .map(|(d, col)| dicts[*d].value(col[r]).to_string())
+                    .enumerate()
+                    .map(|(c, d)| dicts[*d].value(block.dim(c).get(r)).to_string())
                     .collect();
                 let metrics = (0..block.n_metrics()).map(|c| block.metric(c).get(r)).collect();
                 assert!(rows.insert((*bucket, key), metrics).is_none(), "a key stored twice");
@@ -1852,13 +2093,17 @@ mod tests {
         let (access, security) = (access(&mut rng, 6000), security(&mut rng, 3000));
         // Batches of many sizes, one record up to thousands, so rows are both new and merged into.
         let mut at = 0;
-        for size in [1, 7, 2500, 30, 1, 3000, 462].iter().cycle() {
+        for (i, size) in [1, 7, 2500, 30, 1, 3000, 462].iter().cycle().enumerate() {
             if at >= access.len() {
                 break;
             }
             let end = (at + size).min(access.len());
             engine.ingest_access(1, &AccessBatch::from_records(&access[at..end])).unwrap();
             at = end;
+            // Upkeep seals what the last round did not touch: later batches reopen blocks of every age.
+            if i % 3 == 2 {
+                engine.enforce_retention(T0).unwrap();
+            }
         }
         for chunk in security.chunks(700) {
             engine.ingest_security(1, &SecurityBatch::from_records(chunk)).unwrap();

@@ -418,6 +418,8 @@ pub trait Store: Send + Sync + 'static {
         audit: &AuditEvent,
     ) -> StoreResult<Customer>;
     async fn customer_by_name(&self, name: &str) -> StoreResult<Option<Customer>>;
+    /// Every customer's id and name (for the operator's metrics).
+    async fn customer_names(&self) -> StoreResult<Vec<(CustomerId, String)>>;
 
     async fn create_user(
         &self,

@@ -690,6 +690,11 @@ impl Store for SqlStore {
         Ok(row.as_ref().map(customer_from_row).transpose()?)
     }
 
+    async fn customer_names(&self) -> StoreResult<Vec<(CustomerId, String)>> {
+        let rows = query("SELECT * FROM customers ORDER BY id").fetch_all(&self.db).await?;
+        rows.iter().map(|r| customer_from_row(r).map(|c| (c.id, c.name))).collect::<Result<_, _>>().map_err(Into::into)
+    }
+
     async fn create_user(
         &self,
         customer: CustomerId,

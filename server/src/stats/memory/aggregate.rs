@@ -5,11 +5,12 @@
 //! blocks: every row's place first (index probes, each asked for a few rows ahead, as a large block's index is
 //! out of cache), then the sums, row by row.
 
-use std::sync::RwLock;
+use std::sync::{RwLock, atomic::AtomicU64};
 
+use edge_api::stats::Granularity;
 use rustc_hash::FxHashMap;
 
-use super::{ID_BITS, Rollup, Spec};
+use super::{super::Limits, Block, ID_BITS, Rollup, Spec};
 
 /// Which records of a batch a rollup sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +51,13 @@ pub(super) struct Plan {
     nodes: Vec<Node>,
     /// Sums a row (8 for access logs, 1 for security events).
     metrics: usize,
+    /// When a batch is summed in `p + 1` parts at once, `owners[p][node]` is the part that sums the node and
+    /// merges its rows (see [`Plan::apply`]).
+    owners: Vec<Vec<usize>>,
 }
+
+/// The most parts a batch is summed in at once.
+pub(super) const MAX_PARTS: usize = 4;
 
 /// What a rollup takes from a batch of its family, or None if it takes nothing.
 pub(super) struct Mapping {
@@ -107,7 +114,8 @@ impl Plan {
         for (i, n) in nodes.iter_mut().enumerate() {
             n.last_use = n.last_use.max(i);
         }
-        Plan { nodes, metrics }
+        let owners = (1..=MAX_PARTS).map(|parts| owners(&nodes, parts)).collect();
+        Plan { nodes, metrics, owners }
     }
 
     /// Nodes summed record by record.
@@ -115,6 +123,24 @@ impl Plan {
     fn roots(&self) -> usize {
         self.nodes.iter().filter(|n| n.parents.is_empty()).count()
     }
+}
+
+/// Which of `parts` parts sums each node: every node with a parent of its own part (so a part never waits for
+/// another), the parts' rollups about as many. Nodes come parents first; each goes to the least loaded part
+/// among those of its possible parents (any part for a node summed from the records).
+fn owners(nodes: &[Node], parts: usize) -> Vec<usize> {
+    let mut load = vec![0usize; parts];
+    let mut owner = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let part = if node.parents.is_empty() {
+            (0..parts).min_by_key(|p| load[*p]).unwrap_or(0)
+        } else {
+            node.parents.iter().map(|p| owner[*p]).min_by_key(|p: &usize| load[*p]).unwrap_or(0)
+        };
+        load[part] += node.targets.len();
+        owner.push(part);
+    }
+    owner
 }
 
 /// A batch's metrics, record by record.
@@ -134,7 +160,7 @@ pub(super) struct Input<'a> {
     pub card: Vec<usize>,
     pub metrics: Metrics<'a>,
     /// Per kind of records other than all: whether each record is one.
-    pub wanted: Vec<(Records, Vec<bool>)>,
+    pub wanted: Vec<(Records, &'a [bool])>,
     /// The batch's maps from batch ids to dictionary ids.
     pub maps: &'a [Vec<u32>],
 }
@@ -249,11 +275,16 @@ pub(super) struct Work {
     /// Merge: per row of a bucket, (aggregate row, stored row).
     targets: Vec<(u32, u32)>,
     keys128: Vec<u128>,
+    /// Merge: the block of each of `targets` (an index into the merge's blocks).
+    block_of: Vec<u32>,
+    /// Merge: aggregate rows in bucket order, where each bucket's start, and each row's bucket.
+    order: Vec<u32>,
+    starts: Vec<u32>,
+    pos: Vec<u32>,
 }
 
-/// How many rows ahead a merge asks for the index slots and the stored rows it will need: far enough to cover
-/// a memory access on a busy machine, whose other processes keep the shared cache full.
-const PREFETCH: usize = 16;
+/// Rows between the stages of a merge's fetching ahead.
+const AHEAD: usize = 8;
 
 /// Keys with at most this many possible values (or twice the input's rows, if more) are summed in a table.
 const DENSE_KEYS: usize = 4096;
@@ -403,16 +434,21 @@ fn try_lock<T>(lock: &RwLock<T>) -> Option<std::sync::RwLockWriteGuard<'_, T>> {
 }
 
 impl Plan {
-    /// Sums `input` into `rollups` (by spec index), node by node; `kept_from` gives the first bucket kept of a
-    /// granularity. A rollup another batch is merging into is left for later, so that concurrent batches
+    /// Sums `input` into `rollups` (by spec index), node by node; `horizon` tells which buckets are kept and live (see [`Horizon`]). A rollup another batch is merging into is left for later, so that concurrent batches
     /// work on different rollups rather than wait for each other.
+    /// `(part, parts)`: this call sums the nodes of `part` of `parts` (see [`owners`]); the calls of all
+    /// parts, on threads of their own, sum the batch.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply(
         &self,
         work: &mut Work,
         input: &Input,
         rollups: &[RwLock<Rollup>],
-        kept_from: impl Fn(i64) -> Option<i64>,
+        horizon: &Horizon,
+        rows: &AtomicU64,
+        (part, parts): (usize, usize),
     ) {
+        let owners = &self.owners[parts.clamp(1, MAX_PARTS) - 1];
         let n = input.ts.len();
         let m = self.metrics;
         // Buckets found for the previous batch are not this one's.
@@ -427,14 +463,17 @@ impl Plan {
         let mut waiting: Vec<(usize, usize)> = Vec::new();
         let mut pending = vec![0usize; self.nodes.len()];
         for (i, node) in self.nodes.iter().enumerate() {
+            if owners[i] != part {
+                continue;
+            }
             let mut out = work.spare.pop().unwrap_or_default();
             out.clear(node.cols.len());
-            let parent = node.parents.iter().copied().min_by_key(|p| aggs[*p].len());
+            let parent = node.parents.iter().copied().filter(|p| owners[*p] == part).min_by_key(|p| aggs[*p].len());
             match parent {
                 None => {
                     let cols: Vec<&[u32]> = node.cols.iter().map(|c| &input.cols[*c][..n]).collect();
                     let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
-                    let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| &w[..]);
+                    let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| *w);
                     match input.metrics {
                         Metrics::Columns(c) => work.sum(
                             &mut out,
@@ -470,7 +509,7 @@ impl Plan {
             aggs[i] = out;
             for (t, target) in node.targets.iter().enumerate() {
                 match try_lock(&rollups[target.spec]) {
-                    Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, &kept_from),
+                    Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, horizon, rows),
                     None => {
                         waiting.push((i, t));
                         pending[i] += 1;
@@ -482,7 +521,7 @@ impl Plan {
                 let target = &self.nodes[w].targets[t];
                 match try_lock(&rollups[target.spec]) {
                     Some(mut rollup) => {
-                        merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, &kept_from);
+                        merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon, rows);
                         pending[w] -= 1;
                         false
                     }
@@ -498,7 +537,8 @@ impl Plan {
         }
         for (w, t) in waiting {
             let target = &self.nodes[w].targets[t];
-            merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut lock(&rollups[target.spec]), &kept_from);
+            let mut rollup = lock(&rollups[target.spec]);
+            merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon, rows);
         }
         for a in aggs.iter_mut() {
             if a.cols.capacity() > 0 {
@@ -510,8 +550,46 @@ impl Plan {
     }
 }
 
-/// Adds a node's batch rows to one of its rollups, bucket by bucket: first every row's place in the stored
-/// block (found or added), then each metric column in one pass.
+/// When a batch is applied, and what is kept: which buckets each granularity keeps.
+pub(super) struct Horizon {
+    pub(super) now_ms: i64,
+    pub(super) limits: Limits,
+}
+
+impl Horizon {
+    /// The first bucket kept of the granularity of `step` milliseconds.
+    fn kept_from(&self, step: i64) -> i64 {
+        Granularity::ALL
+            .into_iter()
+            .find(|g| g.millis() == step)
+            .and_then(|g| self.limits.kept_from(g, self.now_ms))
+            .unwrap_or(i64::MIN)
+    }
+}
+
+/// Asks the processor to fetch the cache lines of `value` (a block's fields: its index and sums).
+#[inline]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let at: *const T = value;
+        for line in (0..std::mem::size_of::<T>()).step_by(64) {
+            // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    at.cast::<i8>().wrapping_add(line),
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+/// Adds a node's batch rows to one of its rollups: every row's place in the open block of its bucket (found
+/// or added), then the sums. The rows come bucket after bucket (records are summed in time order), and what
+/// they need is asked for ahead: the block a few buckets on, the index slot a few rows on — a batch spread
+/// over days has few rows a block, in blocks far out of cache.
 #[allow(clippy::too_many_arguments)]
 fn merge(
     work: &mut Work,
@@ -521,53 +599,83 @@ fn merge(
     m: usize,
     maps: &[Vec<u32>],
     rollup: &mut Rollup,
-    kept_from: &impl Fn(i64) -> Option<i64>,
+    horizon: &Horizon,
+    added: &AtomicU64,
 ) {
-    if agg.len() == 0 {
+    let kept = agg.bucket_list.partition_point(|b| *b < horizon.kept_from(node.step));
+    if agg.len() == 0 || kept == agg.bucket_list.len() {
         return;
     }
-    let from = kept_from(node.step).unwrap_or(i64::MIN);
     let k = node.cols.len();
     let maps: Vec<&[u32]> = target.maps.iter().map(|m| &maps[*m][..]).collect();
-    let single = agg.bucket_list.len() == 1;
-    for &bucket in &agg.bucket_list {
-        if bucket < from {
-            continue;
+    // Rows in bucket order: as they are when the records were in time order, else by a counting sort.
+    work.order.clear();
+    if agg.buckets.is_sorted() {
+        let first = agg.buckets.partition_point(|b| *b < agg.bucket_list[kept]);
+        work.order.extend(first as u32..agg.len() as u32);
+    } else {
+        let n_buckets = agg.bucket_list.len();
+        work.starts.clear();
+        work.starts.resize(n_buckets + 1, 0);
+        work.pos.clear();
+        for b in &agg.buckets {
+            let p = agg.bucket_list.binary_search(b).unwrap_or(0) as u32;
+            work.pos.push(p);
+            work.starts[p as usize + 1] += 1;
         }
-        let block = rollup.open(bucket, k, target.metrics.len());
-        work.keys128.clear();
-        work.targets.clear();
-        for j in 0..agg.len() {
-            if single || agg.buckets[j] == bucket {
-                let key = agg
-                    .cols
-                    .iter()
-                    .zip(&maps)
-                    .fold(0u128, |key, (c, map)| (key << ID_BITS) | u128::from(map[c[j] as usize]));
-                work.keys128.push(key);
-                work.targets.push((j as u32, 0));
-            }
+        for i in 0..n_buckets {
+            work.starts[i + 1] += work.starts[i];
         }
-        // The stored rows, fetched a few rows ahead: the index of a large block is far out of cache.
-        for (t, key) in work.keys128.iter().enumerate() {
-            if let (Some(ahead), Some(index)) = (work.keys128.get(t + PREFETCH), block.index()) {
-                index.prefetch(*ahead);
-            }
-            let j = work.targets[t].0 as usize;
-            work.targets[t].1 = block.find_or_add(*key, |d| maps[d][agg.cols[d][j] as usize]);
+        let skip = work.starts[kept] as usize;
+        work.order.resize(agg.len(), 0);
+        for (j, p) in work.pos.iter().enumerate() {
+            let at = &mut work.starts[*p as usize];
+            work.order[*at as usize] = j as u32;
+            *at += 1;
         }
-        for t in 0..work.targets.len() {
-            if let Some(&(_, ahead)) = work.targets.get(t + PREFETCH) {
-                block.prefetch_row(ahead);
-            }
-            let (j, row) = work.targets[t];
-            let sums = &agg.sums[j as usize * m..(j as usize + 1) * m];
-            for (s, src) in block.row_mut(row).iter_mut().zip(&target.metrics) {
-                *s += sums[*src];
-            }
+        work.order.drain(..skip);
+    }
+    let mut blocks = rollup.blocks_for(&agg.bucket_list[kept..], k, target.metrics.len());
+    work.keys128.clear();
+    work.targets.clear();
+    work.block_of.clear();
+    let mut b = 0;
+    for &j in &work.order {
+        while agg.buckets[j as usize] != agg.bucket_list[kept + b] {
+            b += 1;
+        }
+        let key = agg
+            .cols
+            .iter()
+            .zip(&maps)
+            .fold(0u128, |key, (c, map)| (key << ID_BITS) | u128::from(map[c[j as usize] as usize]));
+        work.keys128.push(key);
+        work.targets.push((j, 0));
+        work.block_of.push(b as u32);
+    }
+    let rows = work.targets.len();
+    let mut new_rows = 0;
+    // Three stages ahead of the row at hand: its block, then its index slot, then the row that slot points to.
+    for t in 0..rows {
+        if let Some(ahead) = work.block_of.get(t + 3 * AHEAD) {
+            prefetch::<Block>(blocks[*ahead as usize]);
+        }
+        if let Some(ahead) = work.block_of.get(t + 2 * AHEAD) {
+            blocks[*ahead as usize].prefetch(work.keys128[t + 2 * AHEAD]);
+        }
+        if let Some(ahead) = work.block_of.get(t + AHEAD) {
+            blocks[*ahead as usize].prefetch_match(work.keys128[t + AHEAD]);
+        }
+        let block = &mut blocks[work.block_of[t] as usize];
+        let (row, new) = block.find_or_add(work.keys128[t]);
+        new_rows += u64::from(new);
+        let j = work.targets[t].0 as usize;
+        let sums = &agg.sums[j * m..(j + 1) * m];
+        for (s, src) in block.row_mut(row).iter_mut().zip(&target.metrics) {
+            *s += sums[*src];
         }
     }
-    rollup.seal(node.step);
+    added.fetch_add(new_rows, std::sync::atomic::Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -581,5 +689,27 @@ mod tests {
         let plan = Plan::new(&specs, 8, Some(15), super::super::access_mapping);
         assert!(plan.nodes.iter().map(|n| n.targets.len()).sum::<usize>() >= 145);
         assert!(plan.roots() <= 24, "{} roots", plan.roots());
+    }
+
+    #[test]
+    fn parts_sum_nodes_from_parents_of_their_own_and_share_the_rollups_about_evenly() {
+        let specs = all_specs();
+        for (plan, total) in [
+            (Plan::new(&specs, 8, Some(15), super::super::access_mapping), 145),
+            (Plan::new(&specs, 1, None, super::super::security_mapping), 0),
+        ] {
+            let all: usize = plan.nodes.iter().map(|n| n.targets.len()).sum();
+            assert!(all >= total);
+            for parts in 1..=MAX_PARTS {
+                let owner = &plan.owners[parts - 1];
+                let mut load = vec![0; parts];
+                for (i, node) in plan.nodes.iter().enumerate() {
+                    assert!(node.parents.is_empty() || node.parents.iter().any(|p| owner[*p] == owner[i]));
+                    load[owner[i]] += node.targets.len();
+                }
+                let (least, most) = (load.iter().min().unwrap(), load.iter().max().unwrap());
+                assert!(most - least <= all / 10, "{parts} parts: {load:?}");
+            }
+        }
     }
 }

@@ -1,200 +1,107 @@
-//! The stored rows of a rollup: one block per bucket. A sealed block (a bucket past which time has moved) is
-//! columnar, which is what queries scan; an open block, which ingestion merges into, keeps each row's metrics
-//! together and an index from key to row, so that adding to a row touches a cache line or two instead of one
-//! per metric.
+//! The stored rows of a rollup: one block per bucket. A sealed block is columnar, which is what queries scan.
+//! An open block, which ingestion merges into, keeps each row whole — its key (the dictionary ids packed) and
+//! its sums side by side, rows in the order they were first seen — behind an index of 8-byte slots, so that
+//! adding to a row touches the row and one slot: a batch spread over days adds to rows all over memory, and
+//! each place it reads costs a trip to memory. A block is opened when records come for it, whatever their
+//! age, and sealed by the engine's upkeep once none came for a round; reopening blocks for every batch (a
+//! copy of each) cost far more than the batch.
 
 use std::collections::BTreeMap;
 
 use super::ID_BITS;
 
-/// An open block's index from key to row: open addressing with linear probing, each slot holding the whole
-/// key, so a lookup usually reads one cache line, which [`Index::prefetch`] can ask for ahead of time. Keys of
-/// at most three dimensions (75 bits) take 16-byte slots, four to a cache line; wider keys take 24 bytes: the
-/// index of a large block is out of cache, and its size is what merging waits for.
-pub(super) enum Index {
-    Narrow(Table<Narrow>),
-    Wide(Table<Wide>),
+const ID_MASK: u128 = (1 << ID_BITS) - 1;
+/// Words of an open row before its sums: the key, in two.
+const KEY_WORDS: usize = 2;
+/// A free index slot.
+const EMPTY: u64 = u64::MAX;
+
+#[inline]
+fn hash(key: u128) -> u64 {
+    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((key >> 64) as u64)).wrapping_mul(0xD6E8_FEB8_6659_FD93)
 }
 
-/// A slot of an index: a key and its row (u32::MAX: empty).
-pub(super) trait Slot: Copy {
-    const EMPTY: Self;
-    fn new(key: u128, row: u32) -> Self;
-    fn key(&self) -> u128;
-    fn row(&self) -> u32;
-}
-
-/// The slot of a key below 2^96.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-pub(super) struct Narrow {
-    key: [u32; 3],
-    row: u32,
-}
-
-impl Slot for Narrow {
-    const EMPTY: Self = Narrow { key: [0; 3], row: u32::MAX };
-    #[inline]
-    fn new(key: u128, row: u32) -> Self {
-        debug_assert!(key >> 96 == 0, "a narrow key");
-        Narrow { key: [key as u32, (key >> 32) as u32, (key >> 64) as u32], row }
-    }
-    #[inline]
-    fn key(&self) -> u128 {
-        u128::from(self.key[0]) | u128::from(self.key[1]) << 32 | u128::from(self.key[2]) << 64
-    }
-    #[inline]
-    fn row(&self) -> u32 {
-        self.row
-    }
-}
-
-#[derive(Clone, Copy)]
-#[repr(C)]
-pub(super) struct Wide {
-    key: [u64; 2],
-    row: u32,
-}
-
-impl Slot for Wide {
-    const EMPTY: Self = Wide { key: [0; 2], row: u32::MAX };
-    #[inline]
-    fn new(key: u128, row: u32) -> Self {
-        Wide { key: [key as u64, (key >> 64) as u64], row }
-    }
-    #[inline]
-    fn key(&self) -> u128 {
-        u128::from(self.key[0]) | u128::from(self.key[1]) << 64
-    }
-    #[inline]
-    fn row(&self) -> u32 {
-        self.row
-    }
-}
-
-pub(super) struct Table<S> {
-    slots: Vec<S>,
+/// An open block's index from key to row: open addressing with linear probing, each slot a row number and 32
+/// bits of its key's hash; the key itself is compared in the row, which a merge reads anyway.
+struct Index {
+    /// `(hash bits << 32) | row`, or [`EMPTY`].
+    slots: Vec<u64>,
     len: usize,
 }
 
-/// Dimensions a key may have to fit a [`Narrow`] slot.
-const NARROW_DIMS: usize = (96 / ID_BITS) as usize;
-
 impl Index {
-    fn with_rows(rows: usize, n_dims: usize) -> Index {
-        if n_dims <= NARROW_DIMS { Index::Narrow(Table::with_rows(rows)) } else { Index::Wide(Table::with_rows(rows)) }
-    }
-
-    /// Asks the processor to fetch the slot where `key` would be.
-    #[inline]
-    pub(super) fn prefetch(&self, key: u128) {
-        match self {
-            Index::Narrow(t) => t.prefetch(key),
-            Index::Wide(t) => t.prefetch(key),
-        }
-    }
-
-    /// The row of `key`, or `row` inserted as its row if it has none (then Err).
-    #[inline]
-    fn find_or_insert(&mut self, key: u128, row: u32) -> Result<u32, u32> {
-        match self {
-            Index::Narrow(t) => t.find_or_insert(key, row),
-            Index::Wide(t) => t.find_or_insert(key, row),
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            Index::Narrow(t) => t.bytes(),
-            Index::Wide(t) => t.bytes(),
-        }
-    }
-}
-
-impl<S: Slot> Table<S> {
-    fn with_rows(rows: usize) -> Self {
-        let capacity = (rows * 4 / 3 + 1).next_power_of_two().max(16);
-        Table { slots: vec![S::EMPTY; capacity], len: 0 }
+    fn with_rows(rows: usize) -> Index {
+        Index { slots: vec![EMPTY; (rows * 4 / 3 + 1).next_power_of_two().max(8)], len: 0 }
     }
 
     #[inline]
-    fn home(&self, key: u128) -> usize {
-        let h = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ((key >> 64) as u64))
-            .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    fn home(&self, h: u64) -> usize {
         (h >> (64 - self.slots.len().trailing_zeros())) as usize
     }
 
-    #[inline]
-    fn prefetch(&self, key: u128) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            // The home slot and the next ones, which a probe often reaches (a probe may cross a cache line).
-            let home = self.home(key);
-            let next = (home + 64 / std::mem::size_of::<S>()) & (self.slots.len() - 1);
-            for at in [home, next] {
-                let slot: *const S = &self.slots[at];
-                // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
-    }
-
-    #[inline]
-    fn find_or_insert(&mut self, key: u128, row: u32) -> Result<u32, u32> {
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.grow();
-        }
+    /// Puts `row` (of hash `h`, not in the index) in its place.
+    fn place(&mut self, h: u64, row: u32) {
         let mask = self.slots.len() - 1;
-        let mut at = self.home(key);
-        loop {
-            let slot = &mut self.slots[at];
-            if slot.row() == u32::MAX {
-                *slot = S::new(key, row);
-                self.len += 1;
-                return Err(row);
-            }
-            if slot.key() == key {
-                return Ok(slot.row());
-            }
+        let mut at = self.home(h);
+        while self.slots[at] != EMPTY {
             at = (at + 1) & mask;
         }
+        self.slots[at] = (h << 32) | u64::from(row);
+        self.len += 1;
     }
+}
 
-    fn grow(&mut self) {
-        let capacity = (self.slots.len() * 2).max(16);
-        let old = std::mem::replace(&mut self.slots, vec![S::EMPTY; capacity]);
-        let mask = self.slots.len() - 1;
-        for slot in old.into_iter().filter(|s| s.row() != u32::MAX) {
-            let mut at = self.home(slot.key());
-            while self.slots[at].row() != u32::MAX {
-                at = (at + 1) & mask;
+/// What a block holds, by its state.
+enum Data {
+    /// Column by column: each dimension's ids, each metric's sums.
+    Sealed { dims: Vec<Vec<u32>>, metrics: Vec<Vec<u64>> },
+    /// Row by row, `KEY_WORDS + width` words each: the key, then the sums.
+    Open { rows: Vec<u64>, index: Index },
+}
+
+/// The rows of one bucket of a rollup, in the order they were first seen.
+pub(super) struct Block {
+    n_dims: usize,
+    width: usize,
+    data: Data,
+    /// Merged into since the last upkeep round.
+    touched: bool,
+}
+
+/// One dimension of a block's rows, whatever its layout.
+#[derive(Clone, Copy)]
+pub(super) enum DimColumn<'a> {
+    Ids(&'a [u32]),
+    /// In the keys of open rows: `words[r * stride]` and the next word hold row `r`'s key.
+    Packed {
+        words: &'a [u64],
+        stride: usize,
+        shift: u32,
+    },
+}
+
+impl DimColumn<'_> {
+    #[inline]
+    pub(super) fn get(&self, row: usize) -> u32 {
+        match self {
+            DimColumn::Ids(ids) => ids[row],
+            DimColumn::Packed { words, stride, shift } => {
+                let at = row * stride;
+                let key = u128::from(words[at]) | u128::from(words[at + 1]) << 64;
+                ((key >> shift) & ID_MASK) as u32
             }
-            self.slots[at] = slot;
         }
     }
 
-    fn bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<S>()
+    /// Calls `f` with each element of `out` and the id of the same row (a loop over a sealed block's slice
+    /// of ids, which the compiler vectorises).
+    #[inline]
+    pub(super) fn for_each<T>(&self, out: &mut [T], f: impl Fn(&mut T, u32)) {
+        match self {
+            DimColumn::Ids(ids) => out.iter_mut().zip(*ids).for_each(|(o, v)| f(o, *v)),
+            DimColumn::Packed { .. } => out.iter_mut().enumerate().for_each(|(r, o)| f(o, self.get(r))),
+        }
     }
-}
-
-/// The metric sums of a block.
-enum Sums {
-    /// One column per metric (sealed).
-    Columns(Vec<Vec<u64>>),
-    /// Row by row, `width` a row (open).
-    Rows(Vec<u64>),
-}
-
-/// The rows of one bucket of a rollup: dimension ids column by column, and the metric sums.
-pub(super) struct Block {
-    pub(super) dims: Vec<Vec<u32>>,
-    width: usize,
-    sums: Sums,
-    /// Where each key's row is, while the block is open.
-    index: Option<Index>,
 }
 
 /// One metric of a block's rows, whatever its layout.
@@ -219,22 +126,22 @@ impl Block {
     /// An empty open block.
     pub(super) fn new(n_dims: usize, n_metrics: usize) -> Self {
         Block {
-            dims: vec![Vec::new(); n_dims],
+            n_dims,
             width: n_metrics,
-            sums: Sums::Rows(Vec::new()),
-            index: Some(Index::with_rows(0, n_dims)),
+            data: Data::Open { rows: Vec::new(), index: Index::with_rows(0) },
+            touched: true,
         }
     }
 
     /// A sealed block of the given columns (all of one length).
     pub(super) fn from_columns(dims: Vec<Vec<u32>>, metrics: Vec<Vec<u64>>) -> Self {
-        Block { dims, width: metrics.len(), sums: Sums::Columns(metrics), index: None }
+        Block { n_dims: dims.len(), width: metrics.len(), data: Data::Sealed { dims, metrics }, touched: false }
     }
 
     pub(super) fn len(&self) -> usize {
-        match &self.sums {
-            Sums::Columns(c) => c.first().map_or(0, Vec::len),
-            Sums::Rows(r) => r.len() / self.width.max(1),
+        match &self.data {
+            Data::Sealed { metrics, .. } => metrics.first().map_or(0, Vec::len),
+            Data::Open { rows, .. } => rows.len() / (KEY_WORDS + self.width),
         }
     }
 
@@ -242,11 +149,35 @@ impl Block {
         self.width
     }
 
-    pub(super) fn metric(&self, metric: usize) -> MetricColumn<'_> {
-        match &self.sums {
-            Sums::Columns(c) => MetricColumn { data: &c[metric], stride: 1 },
-            Sums::Rows(r) => MetricColumn { data: r.get(metric..).unwrap_or_default(), stride: self.width },
+    pub(super) fn is_open(&self) -> bool {
+        matches!(self.data, Data::Open { .. })
+    }
+
+    /// Dimension `d` (of the rollup's, in order) of every row.
+    pub(super) fn dim(&self, d: usize) -> DimColumn<'_> {
+        match &self.data {
+            Data::Sealed { dims, .. } => DimColumn::Ids(&dims[d]),
+            Data::Open { rows, .. } => DimColumn::Packed {
+                words: rows,
+                stride: KEY_WORDS + self.width,
+                shift: ID_BITS * (self.n_dims - 1 - d) as u32,
+            },
         }
+    }
+
+    pub(super) fn metric(&self, metric: usize) -> MetricColumn<'_> {
+        match &self.data {
+            Data::Sealed { metrics, .. } => MetricColumn { data: &metrics[metric], stride: 1 },
+            Data::Open { rows, .. } => MetricColumn {
+                data: rows.get(KEY_WORDS + metric..).unwrap_or_default(),
+                stride: KEY_WORDS + self.width,
+            },
+        }
+    }
+
+    /// Each dimension as a vector (for the snapshot).
+    pub(super) fn dim_columns(&self) -> Vec<Vec<u32>> {
+        (0..self.n_dims).map(|d| (0..self.len()).map(|r| self.dim(d).get(r)).collect()).collect()
     }
 
     /// Each metric column as a vector (for the snapshot).
@@ -254,106 +185,147 @@ impl Block {
         (0..self.width).map(|m| self.metric(m).iter().collect()).collect()
     }
 
-    fn key(&self, row: usize) -> u128 {
-        self.dims.iter().fold(0u128, |k, col| (k << ID_BITS) | u128::from(col[row]))
-    }
-
-    /// Makes the block ready to be merged into: its metrics row by row, its index built.
+    /// Makes the block ready to be merged into: its rows whole, its index built.
     pub(super) fn open(&mut self) {
-        if let Sums::Columns(cols) = &self.sums {
-            let n = cols.first().map_or(0, Vec::len);
-            let mut rows = Vec::with_capacity(n * self.width);
-            for r in 0..n {
-                rows.extend(cols.iter().map(|c| c[r]));
-            }
-            self.sums = Sums::Rows(rows);
+        self.touched = true;
+        let Data::Sealed { dims, metrics } = &self.data else { return };
+        let n = self.len();
+        let mut rows = Vec::with_capacity(n * (KEY_WORDS + self.width));
+        let mut index = Index::with_rows(n);
+        for r in 0..n {
+            let key = dims.iter().fold(0u128, |k, col| (k << ID_BITS) | u128::from(col[r]));
+            rows.extend([key as u64, (key >> 64) as u64]);
+            rows.extend(metrics.iter().map(|c| c[r]));
+            index.place(hash(key), r as u32);
         }
-        if self.index.is_none() {
-            let n = self.len();
-            let mut index = Index::with_rows(n, self.dims.len());
-            for r in 0..n {
-                let _ = index.find_or_insert(self.key(r), r as u32);
-            }
-            self.index = Some(index);
-        }
+        self.data = Data::Open { rows, index };
     }
 
-    /// Drops the index and lays the metrics out column by column, for queries.
+    /// Drops the index and lays the rows out column by column, for queries.
     pub(super) fn seal(&mut self) {
-        self.index = None;
-        if let Sums::Rows(rows) = &self.sums {
-            let w = self.width.max(1);
-            let cols = (0..self.width).map(|m| rows.iter().skip(m).step_by(w).copied().collect()).collect();
-            self.sums = Sums::Columns(cols);
+        if self.is_open() {
+            let (dims, metrics) = (self.dim_columns(), self.metric_columns());
+            self.data = Data::Sealed { dims, metrics };
         }
     }
 
-    /// The index of an open block.
-    pub(super) fn index(&self) -> Option<&Index> {
-        self.index.as_ref()
-    }
-
-    /// The row of `key` in an open block, added with zero metrics if new.
+    /// Asks the processor to fetch the index slot of `key` (open blocks).
     #[inline]
-    pub(super) fn find_or_add(&mut self, key: u128, dims: impl Fn(usize) -> u32) -> u32 {
-        let n = self.len() as u32;
-        let n_dims = self.dims.len();
-        let index = self.index.get_or_insert_with(|| Index::with_rows(0, n_dims));
-        match index.find_or_insert(key, n) {
-            Ok(row) => row,
-            Err(row) => {
-                for (i, col) in self.dims.iter_mut().enumerate() {
-                    col.push(dims(i));
-                }
-                if let Sums::Rows(rows) = &mut self.sums {
-                    rows.resize(rows.len() + self.width, 0);
-                }
-                row
-            }
-        }
-    }
-
-    /// Asks the processor to fetch the sums of `row` of an open block.
-    #[inline]
-    pub(super) fn prefetch_row(&self, row: u32) {
+    pub(super) fn prefetch(&self, key: u128) {
         #[cfg(target_arch = "x86_64")]
-        if let Sums::Rows(rows) = &self.sums
-            && let Some(at) = rows.get(row as usize * self.width)
-        {
-            let at: *const u64 = at;
+        if let Data::Open { index, .. } = &self.data {
+            let slot: *const u64 = &index.slots[index.home(hash(key))];
             // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast()) };
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(slot.cast()) };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = row;
+        let _ = key;
+    }
+
+    /// Asks the processor to fetch the row the index slot of `key` points to, if its hash bits match (the slot
+    /// should have been fetched by [`Block::prefetch`] a little earlier).
+    #[inline]
+    pub(super) fn prefetch_match(&self, key: u128) {
+        #[cfg(target_arch = "x86_64")]
+        if let Data::Open { rows, index } = &self.data {
+            let h = hash(key);
+            let slot = index.slots[index.home(h)];
+            let stride = KEY_WORDS + self.width;
+            // The row if the slot's hash bits match, else where a new row will go; each may span two lines.
+            let at = if slot != EMPTY && slot >> 32 == h & 0xffff_ffff {
+                (slot & 0xffff_ffff) as usize * stride
+            } else {
+                rows.len()
+            };
+            let first: *const u64 = rows.as_ptr().wrapping_add(at);
+            for line in [first, first.wrapping_add(stride - 1)] {
+                // SAFETY: a prefetch is a hint; it reads nothing and cannot fault, whatever the address.
+                unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.cast()) };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = key;
+    }
+
+    /// The row of `key` in an open block, added with zero sums if new (then true).
+    #[inline]
+    pub(super) fn find_or_add(&mut self, key: u128) -> (u32, bool) {
+        let stride = KEY_WORDS + self.width;
+        let Data::Open { rows, index } = &mut self.data else { return (u32::MAX, false) };
+        if (index.len + 1) * 4 > index.slots.len() * 3 {
+            let mut grown = Index::with_rows(index.slots.len());
+            for r in 0..index.len {
+                let at = r * stride;
+                grown.place(hash(u128::from(rows[at]) | u128::from(rows[at + 1]) << 64), r as u32);
+            }
+            *index = grown;
+        }
+        let h = hash(key);
+        let tag = h & 0xffff_ffff;
+        let (lo, hi) = (key as u64, (key >> 64) as u64);
+        let mask = index.slots.len() - 1;
+        let mut at = index.home(h);
+        loop {
+            let slot = index.slots[at];
+            if slot == EMPTY {
+                let row = index.len as u32;
+                index.slots[at] = (h << 32) | u64::from(row);
+                index.len += 1;
+                rows.extend([lo, hi]);
+                rows.resize(rows.len() + stride - KEY_WORDS, 0);
+                return (row, true);
+            }
+            if slot >> 32 == tag {
+                let r = (slot & 0xffff_ffff) as usize * stride;
+                if rows[r] == lo && rows[r + 1] == hi {
+                    return (slot as u32, false);
+                }
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// The sums of `row` of an open block.
     #[inline]
     pub(super) fn row_mut(&mut self, row: u32) -> &mut [u64] {
-        let w = self.width;
-        match &mut self.sums {
-            Sums::Rows(rows) => &mut rows[row as usize * w..(row as usize + 1) * w],
-            Sums::Columns(_) => &mut [],
+        let stride = KEY_WORDS + self.width;
+        match &mut self.data {
+            Data::Open { rows, .. } => {
+                let at = row as usize * stride;
+                &mut rows[at + KEY_WORDS..at + stride]
+            }
+            Data::Sealed { .. } => &mut [],
         }
     }
 
-    /// Adds `metrics` to the row of `key` (one row at a time: bulk loads).
-    pub(super) fn add(&mut self, key: u128, dims: impl Fn(usize) -> u32, metrics: &[u64]) {
+    /// Adds `metrics` to the row of `key` (one row at a time: bulk loads); true if the row is new.
+    pub(super) fn add(&mut self, key: u128, metrics: &[u64]) -> bool {
         self.open();
-        let row = self.find_or_add(key, dims);
+        let (row, new) = self.find_or_add(key);
         for (s, v) in self.row_mut(row).iter_mut().zip(metrics) {
             *s += v;
+        }
+        new
+    }
+
+    /// Rewrites the ids of dimension `d` through `renumbered` (old id → new id), sealing the block first.
+    pub(super) fn renumber(&mut self, d: usize, renumbered: &[u32]) {
+        self.seal();
+        if let Data::Sealed { dims, .. } = &mut self.data {
+            for id in dims[d].iter_mut() {
+                *id = renumbered[*id as usize];
+            }
         }
     }
 
     pub(super) fn bytes(&self) -> u64 {
-        let d: usize = self.dims.iter().map(|c| c.capacity() * 4).sum();
-        let m: usize = match &self.sums {
-            Sums::Columns(c) => c.iter().map(|c| c.capacity() * 8).sum(),
-            Sums::Rows(r) => r.capacity() * 8,
-        };
-        (d + m + self.index.as_ref().map_or(0, Index::bytes)) as u64
+        (match &self.data {
+            Data::Sealed { dims, metrics } => {
+                dims.iter().map(|c| c.capacity() * 4).sum::<usize>()
+                    + metrics.iter().map(|c| c.capacity() * 8).sum::<usize>()
+            }
+            Data::Open { rows, index } => rows.capacity() * 8 + index.slots.capacity() * 8,
+        }) as u64
     }
 }
 
@@ -367,28 +339,73 @@ pub(super) struct Rollup {
 impl Rollup {
     /// The block of `bucket`, open (created if there is none).
     pub(super) fn open(&mut self, bucket: i64, n_dims: usize, n_metrics: usize) -> &mut Block {
-        let block = self.blocks.entry(bucket).or_insert_with(|| Block::new(n_dims, n_metrics));
-        if !self.open.contains(&bucket) {
-            self.open.push(bucket);
-        }
+        let block = match self.blocks.entry(bucket) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                self.open.push(bucket);
+                e.insert(Block::new(n_dims, n_metrics))
+            }
+            std::collections::btree_map::Entry::Occupied(e) => {
+                let block = e.into_mut();
+                if !block.is_open() {
+                    self.open.push(bucket);
+                }
+                block
+            }
+        };
         block.open();
         block
     }
 
-    /// Seals the blocks more than two of their own lengths behind the newest: late data rarely comes, and
-    /// reopens them if it does.
-    pub(super) fn seal(&mut self, step: i64) {
-        let Some((&newest, _)) = self.blocks.last_key_value() else { return };
+    /// The blocks of `buckets` (ascending, distinct), in their order, open (created if there are none). One
+    /// walk through the range finds them all: a batch spread over days has thousands, few rows each.
+    pub(super) fn blocks_for(&mut self, buckets: &[i64], n_dims: usize, n_metrics: usize) -> Vec<&mut Block> {
+        let (Some(&first), Some(&last)) = (buckets.first(), buckets.last()) else { return Vec::new() };
+        let mut missing = Vec::new();
+        {
+            let mut want = buckets.iter().peekable();
+            for bucket in self.blocks.range(first..=last).map(|(b, _)| *b) {
+                while let Some(w) = want.next_if(|w| **w < bucket) {
+                    missing.push(*w);
+                }
+                want.next_if_eq(&&bucket);
+            }
+            missing.extend(want);
+        }
+        for bucket in missing {
+            self.blocks.insert(bucket, Block::new(n_dims, n_metrics));
+            self.open.push(bucket);
+        }
+        let Rollup { blocks, open } = self;
+        let mut want = buckets.iter().peekable();
+        let mut out = Vec::with_capacity(buckets.len());
+        for (bucket, block) in blocks.range_mut(first..=last) {
+            if want.next_if_eq(&bucket).is_some() {
+                if !block.is_open() {
+                    open.push(*bucket);
+                }
+                block.open();
+                out.push(block);
+            }
+        }
+        out
+    }
+
+    /// Seals the open blocks no batch was merged into since the last call.
+    pub(super) fn seal_untouched(&mut self) {
         let blocks = &mut self.blocks;
         self.open.retain(|bucket| {
-            if *bucket >= newest - 2 * step {
+            let Some(block) = blocks.get_mut(bucket) else { return false };
+            if std::mem::take(&mut block.touched) {
                 return true;
             }
-            if let Some(block) = blocks.get_mut(bucket) {
-                block.seal();
-            }
+            block.seal();
             false
         });
+    }
+
+    /// Forgets which blocks are open, once something else sealed them all.
+    pub(super) fn forget_open(&mut self) {
+        self.open.clear();
     }
 
     /// Seals every block.
@@ -406,28 +423,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn both_index_layouts_find_every_key_they_were_given_across_growth() {
+    fn open_blocks_find_every_key_across_growth_and_keep_it_through_sealing() {
         for n_dims in 1..=5 {
-            let mut index = Index::with_rows(0, n_dims);
-            assert_eq!(matches!(index, Index::Narrow(_)), n_dims <= 3);
             let top = (1u128 << (n_dims as u32 * ID_BITS)) - 1;
-            // Keys spread over the whole width, the largest included.
+            // Keys spread over the whole width, the largest included, some repeated.
             let keys: Vec<u128> = (0..5000u128)
-                .map(|i| top - i.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835) % (top + 1))
+                .map(|i| top - (i % 4000).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835) % (top + 1))
                 .collect();
-            for (row, key) in keys.iter().enumerate() {
-                let found = index.find_or_insert(*key, row as u32);
-                assert!(found.is_err() || keys[..row].contains(key), "{n_dims} dims: {key:#x} new");
+            let mut block = Block::new(n_dims, 2);
+            for (i, key) in keys.iter().enumerate() {
+                block.add(*key, &[1, i as u64]);
             }
-            for key in &keys {
-                let first = keys.iter().position(|k| k == key).unwrap() as u32;
-                assert_eq!(index.find_or_insert(*key, u32::MAX - 1), Ok(first), "{n_dims} dims: {key:#x}");
-            }
+            assert_eq!(block.len(), 4000, "{n_dims} dims");
+            let check = |block: &Block| {
+                for r in 0..block.len() {
+                    let key = (0..n_dims).fold(0u128, |k, d| (k << ID_BITS) | u128::from(block.dim(d).get(r)));
+                    let first = keys.iter().position(|k| *k == key).unwrap();
+                    let hits = if first < 1000 { 2 } else { 1 };
+                    assert_eq!(block.metric(0).get(r), hits, "{n_dims} dims, row {r}");
+                    let sum = if first < 1000 { first as u64 * 2 + 4000 } else { first as u64 };
+                    assert_eq!(block.metric(1).get(r), sum, "{n_dims} dims, row {r}");
+                }
+            };
+            check(&block);
+            block.seal();
+            assert!(!block.is_open());
+            check(&block);
+            // Rows keep the order they were first seen in, through sealing and reopening.
+            assert_eq!(block.dim_columns(), {
+                let mut seen = keys[..4000].to_vec();
+                seen.dedup();
+                (0..n_dims)
+                    .map(|d| {
+                        seen.iter().map(|k| ((k >> (ID_BITS * (n_dims - 1 - d) as u32)) & ID_MASK) as u32).collect()
+                    })
+                    .collect::<Vec<Vec<u32>>>()
+            });
+            block.open();
+            block.add(keys[0], &[1, 0]);
+            assert_eq!((block.len(), block.metric(0).get(0)), (4000, 3));
         }
-    }
-
-    #[test]
-    fn narrow_slots_are_two_thirds_of_wide_ones() {
-        assert_eq!((std::mem::size_of::<Narrow>(), std::mem::size_of::<Wide>()), (16, 24));
     }
 }
