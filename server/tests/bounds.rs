@@ -196,6 +196,12 @@ async fn the_openapi_document_states_the_limits() {
     assert_eq!(param("/{customer}/v1/stats/data", "filters"), 512);
     assert_eq!(param("/{customer}/v1/audit", "actor"), 2048);
     assert_eq!(param("/{customer}/v1/users", "q"), 2048);
+    let key = doc["paths"]["/{customer}/v1/ingest/accesslogs"]["post"]["parameters"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "Idempotency-Key"))
+        .map(|p| p["schema"].clone())
+        .unwrap_or_default();
+    assert_eq!((key["minLength"].as_u64(), key["maxLength"].as_u64()), (Some(1), Some(200)), "{key}");
     // Each parameter within its bound, several together can still pass the request line's 16,384 bytes: every
     // operation with a query documents the 414 (the contract fuzzer found /audit's undocumented), and one with a
     // header parameter the 431.

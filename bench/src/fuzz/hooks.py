@@ -95,6 +95,8 @@ def map_case(context, case):
         rules.fix_user_update(case)
     elif method == "POST" and path.endswith("/password/resets"):
         rules.fix_password_reset(API, case)
+    elif method == "POST" and "/ingest/" in path:
+        rules.fix_idempotency_key(case)
     elif basic_only(case) and "{user_id}" in path:
         user_id, basic = rules.own_user(API, case)
         if user_id is not None:
