@@ -62,10 +62,11 @@ pub struct SessionModel {
     pub user: Option<Link>,
 }
 
+// The body of GET /roles/{role_id}; the role itself is `crate::access::Role`.
 /// A role: `admin`, `operator` or `viewer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Role {
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Role))]
+pub struct RoleBody {
     pub name: String,
     pub id: String,
     pub uri: String,
@@ -210,19 +211,6 @@ pub struct PasswordResetCompletion {
     #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: String,
 }
-
-/// The roles, with what each allows, for pickers and explanations.
-pub const ROLES: [(&str, &str); 3] = [
-    ("admin", "Everything, including users, roles, two-factor resets and account changes."),
-    (
-        "operator",
-        "Everything except users, roles and account changes: configuration, purges, network lists, ingestion.",
-    ),
-    (
-        "viewer",
-        "Read-only: statistics, configurations, network lists, tasks and purge status; their own password and two-factor.",
-    ),
-];
 
 /// The password policy of the local identity source; the server enforces it and the console shows it.
 pub const PASSWORD_MIN_LENGTH: usize = 12;

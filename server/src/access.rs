@@ -10,77 +10,14 @@ use axum::{
     http::request::Parts,
 };
 
+pub use edge_api::access::{Permission, perm};
+
 use crate::{
     AppState,
-    auth::{self, Caller, Role},
+    auth::{self, Caller},
     error::{AppError, AppResult},
     store::UserRecord,
 };
-
-/// Declares the permissions once: the [`Permission`] enum, its list, and a marker type per permission in
-/// [`perm`] so that handler signatures can name them.
-macro_rules! permissions {
-    ($($name:ident),* $(,)?) => {
-        /// What a role may be allowed to do.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Permission {
-            $($name),*
-        }
-
-        impl Permission {
-            pub const ALL: &[Permission] = &[$(Permission::$name),*];
-        }
-
-        /// Permissions as types, so a handler's signature names the permission it needs.
-        pub mod perm {
-            pub trait Perm: Send + Sync + 'static {
-                const PERMISSION: super::Permission;
-            }
-            $(
-                pub struct $name;
-                impl Perm for $name {
-                    const PERMISSION: super::Permission = super::Permission::$name;
-                }
-            )*
-        }
-    };
-}
-
-permissions!(
-    ReadStats,
-    Ingest,
-    ReadUsers,
-    ManageUsers,
-    ReadRoles,
-    ResetPasswords,
-    DisableOtp,
-    ReadConfig,
-    WriteConfig,
-    Purge,
-    ReadPurgeStatus,
-    ReadLists,
-    WriteLists,
-    ReadTasks,
-    ReadAccount,
-    WriteAccount,
-    ReadAudit,
-);
-
-impl Role {
-    /// The permission matrix (decisions.md): admin everything; operator everything except users, roles and
-    /// account changes; viewer read-only statistics, configs, lists, tasks and purge status.
-    pub fn allows(self, p: Permission) -> bool {
-        use Permission::*;
-        match self {
-            Role::Admin => true,
-            Role::Operator => !matches!(
-                p,
-                ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount | ReadAudit
-            ),
-            Role::Viewer => matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks),
-        }
-    }
-}
 
 /// The rule an operation is guarded by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,40 +161,3 @@ rule_extractor!(
     OwnLocalWithPassword,
     Rule::Own { password: true, local_only: true }
 );
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_matrix_follows_the_decisions() {
-        use Permission::*;
-        let all = [
-            ReadStats,
-            Ingest,
-            ReadUsers,
-            ManageUsers,
-            ReadRoles,
-            ResetPasswords,
-            DisableOtp,
-            ReadConfig,
-            WriteConfig,
-            Purge,
-            ReadPurgeStatus,
-            ReadLists,
-            WriteLists,
-            ReadTasks,
-            ReadAccount,
-            WriteAccount,
-            ReadAudit,
-        ];
-        assert!(all.iter().all(|p| Role::Admin.allows(*p)));
-        let operator: Vec<_> = all.iter().filter(|p| !Role::Operator.allows(**p)).collect();
-        assert_eq!(
-            operator,
-            [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount, &ReadAudit]
-        );
-        let viewer: Vec<_> = all.iter().filter(|p| Role::Viewer.allows(**p)).collect();
-        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks]);
-    }
-}

@@ -35,7 +35,7 @@ pub fn check_username(username: &str) -> Result<(), String> {
 }
 
 /// A local user ready to store, with its password hashed.
-pub fn local_user(username: &str, password: &str, role: auth::Role, full_name: &str) -> anyhow::Result<NewUser> {
+pub fn local_user(username: &str, password: &str, role: edge_api::Role, full_name: &str) -> anyhow::Result<NewUser> {
     Ok(NewUser {
         id: new_id(),
         username: username.to_string(),
@@ -70,7 +70,7 @@ pub async fn create_customer(
     }
     check_username(admin).map_err(anyhow::Error::msg)?;
     edge_api::check_password_policy(admin, password).map_err(anyhow::Error::msg)?;
-    let user = local_user(admin, password, auth::Role::Admin, "Administrator")?;
+    let user = local_user(admin, password, edge_api::Role::Admin, "Administrator")?;
     let customer = NewCustomer { name: name.into(), display_name: name.into(), contact_email: user.email.clone() };
     let target = Target { kind: "account", id: name.into(), name: name.into() };
     let audit = AuditEvent::system(0, now_ms, op::CUSTOMER_CREATE, target).detail("administrator", admin);

@@ -8,7 +8,10 @@ use axum::{
     http::{HeaderMap, header, request::Parts},
 };
 use base64::Engine;
-use edge_api::limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES};
+use edge_api::{
+    Role,
+    limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES},
+};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -30,29 +33,6 @@ pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
 pub const SESSION_MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
 /// Requests refresh a session's last-access time in storage at most this often; PUT keep-alives always do.
 const TOUCH_EVERY_MS: i64 = 15 * 1000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Admin,
-    Operator,
-    Viewer,
-}
-
-impl Role {
-    pub const ALL: [Role; 3] = [Role::Admin, Role::Operator, Role::Viewer];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::Operator => "operator",
-            Role::Viewer => "viewer",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Role> {
-        Role::ALL.into_iter().find(|r| r.as_str() == s)
-    }
-}
 
 /// The authenticated caller of a request.
 #[derive(Debug, Clone)]

@@ -2,6 +2,7 @@
 //! realistic configurations, created only in an empty data dir.
 
 use edge_api::{
+    Role,
     config::{CacheKey, CacheRule, HostPattern, Origin, PropertyConfig, ReadOnly, Security, ShapingRule, WafRule},
     paths,
 };
@@ -11,7 +12,6 @@ use crate::{
     AppState,
     admin::local_user,
     audit::{Target, op},
-    auth::Role,
     clock::iso_ms,
     config::{Stamp, etag, stamp_new},
     store::{

@@ -4,7 +4,7 @@ use axum::{
     Json,
     extract::{Path, State},
 };
-use edge_api::{ErrorBody, IdentitySource, Link, LinkPage, Role as RoleBody, paths};
+use edge_api::{ErrorBody, IdentitySource, Link, LinkPage, Role, RoleBody, paths};
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -12,7 +12,6 @@ use super::paging::PageQuery;
 use crate::{
     AppState,
     access::{Allowed, perm},
-    auth::Role,
     error::{AppError, AppResult},
     extract::Query,
     store::Customer,

@@ -90,7 +90,7 @@ async fn visible_session(
 ) -> AppResult<(SessionRecord, UserRecord)> {
     let (session, _, user) = auth::live_session(state, session_id).await?.ok_or(AppError::NotFound("session"))?;
     let visible = session.customer_id == caller.customer.id
-        && (session.user_id == caller.user.id || caller.role == auth::Role::Admin);
+        && (session.user_id == caller.user.id || caller.role == edge_api::Role::Admin);
     if !visible {
         return Err(AppError::NotFound("session"));
     }

@@ -7,7 +7,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use edge_api::{
-    ErrorBody, Link, User, UserInput, UserPage,
+    ErrorBody, Link, Role, User, UserInput, UserPage,
     limits::{MAX_NAME_CHARS, MAX_PHONE_CHARS, over_chars},
     paths,
 };
@@ -21,7 +21,6 @@ use crate::{
     access::{Allowed, SelfOr, perm},
     admin,
     audit::{Target, op},
-    auth::Role,
     error::{AppError, AppResult},
     extract::{Json, Query},
     store::{AuditEvent, Customer, NewUser, StoreError, UserRecord, UserUpdate},
