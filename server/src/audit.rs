@@ -11,37 +11,8 @@ use crate::{
     store::{Actor, AuditEvent, Customer, CustomerId, UserRecord},
 };
 
-/// The operations (the vocabulary is `edge_api::AUDIT_OPERATIONS`).
-pub mod op {
-    pub const SESSION_CREATE: &str = "session.create";
-    pub const SESSION_DELETE: &str = "session.delete";
-    pub const SESSION_EXPIRE: &str = "session.expire";
-    pub const LOGIN_FAILURE: &str = "login.failure";
-    pub const LOGIN_LOCKOUT: &str = "login.lockout";
-    pub const USER_CREATE: &str = "user.create";
-    pub const USER_UPDATE: &str = "user.update";
-    pub const USER_ROLE_CHANGE: &str = "user.role_change";
-    pub const USER_DELETE: &str = "user.delete";
-    pub const PASSWORD_CHANGE: &str = "user.password.change";
-    pub const PASSWORD_RESET: &str = "user.password.reset";
-    pub const PASSWORD_RESET_COMPLETE: &str = "user.password.reset_complete";
-    pub const OTP_SEED: &str = "user.otp.seed";
-    pub const OTP_PAIR: &str = "user.otp.pair";
-    pub const OTP_UNPAIR: &str = "user.otp.unpair";
-    pub const PROPERTY_CREATE: &str = "property.create";
-    pub const CONFIG_UPDATE: &str = "property.config.update";
-    pub const CONFIG_ROLLBACK: &str = "property.config.rollback";
-    pub const PURGE: &str = "cache.purge";
-    pub const LIST_CREATE: &str = "networklist.create";
-    pub const LIST_UPDATE: &str = "networklist.update";
-    pub const LIST_DELETE: &str = "networklist.delete";
-    pub const ENTRIES_ADD: &str = "networklist.entries.add";
-    pub const ENTRY_DELETE: &str = "networklist.entry.delete";
-    pub const ENTRIES_CLEAR: &str = "networklist.entries.clear";
-    pub const ACCOUNT_UPDATE: &str = "account.update";
-    pub const CUSTOMER_CREATE: &str = "customer.create";
-    pub const IDENTITY_SOURCE_CREATE: &str = "identity_source.create";
-}
+/// The operations' names (the one list is `edge_api::audit::AuditOperation`).
+pub use edge_api::audit::op;
 
 /// What a change is made to.
 #[derive(Debug, Clone, PartialEq, Eq)]
