@@ -3,11 +3,13 @@
 //! and handlers and by the console's pickers, so both sides agree on what a valid query is.
 
 mod answer;
+mod names;
 mod query;
 mod time;
 mod vocabulary;
 
 pub use answer::*;
+pub use names::{Dimension, Metric};
 pub use query::*;
 pub use time::*;
 pub use vocabulary::*;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
+    names::{Dimension, Metric},
     time::{format_time, parse_time},
     vocabulary::{
         DELIVERY_MAX_LIMIT, Family, Granularity, INTEGER_DIMENSIONS, SECURITY_DEFAULT_LIMIT, TOPK_DEFAULT_LIMIT,
@@ -250,15 +251,15 @@ pub fn validate(family: Family, raw: &RawQuery, now_ms: i64) -> Result<Query, Ve
                 problems.push("dimensions is required".into());
             }
             // event_timestamp_ms is always the first column.
-            dimensions.retain(|d| d != "event_timestamp_ms");
-            dimensions.insert(0, "event_timestamp_ms".into());
+            dimensions.retain(|d| d != Dimension::EventTimestampMs.as_str());
+            dimensions.insert(0, Dimension::EventTimestampMs.as_str().into());
         }
         Family::WafTopK(_) | Family::ShapingTopK(_) => {
             if dimensions.is_empty() {
                 dimensions.push(family.category_dimension().unwrap_or_default().to_string());
             }
             if metrics.is_empty() {
-                metrics.push("hits".into());
+                metrics.push(Metric::Hits.as_str().into());
             }
             if !family.is_grouping_set(None, &dimensions) {
                 problems.push(format!(
@@ -281,7 +282,7 @@ pub fn validate(family: Family, raw: &RawQuery, now_ms: i64) -> Result<Query, Ve
             }
         }
     }
-    if family == Family::TopKUrl && metrics.iter().any(|m| m != "hits") {
+    if family == Family::TopKUrl && metrics.iter().any(|m| m != Metric::Hits.as_str()) {
         problems.push("the top-K URL report has the metric hits only".into());
     }
 
@@ -303,7 +304,7 @@ pub fn validate(family: Family, raw: &RawQuery, now_ms: i64) -> Result<Query, Ve
     }
     let sortby = match family {
         Family::TopKUrl | Family::WafTopK(_) | Family::ShapingTopK(_) => {
-            vec![SortKey { field: "hits".into(), descending: true }]
+            vec![SortKey { field: Metric::Hits.as_str().into(), descending: true }]
         }
         _ => parse_sortby(raw.sortby.as_deref().unwrap_or(""), &fields).unwrap_or_else(|e| {
             problems.push(format!("sortby: {e}"));

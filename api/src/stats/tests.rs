@@ -198,3 +198,28 @@ fn events_always_begin_with_the_timestamp_and_topk_has_its_defaults() {
     .unwrap();
     assert_eq!(q.limit, 1000);
 }
+
+#[test]
+fn every_name_in_the_tables_is_a_dimension_or_a_metric() {
+    let dimension = |d: &str| assert!(Dimension::parse(d).is_some(), "{d} is not a Dimension");
+    let tables = [
+        &DELIVERY_DIMENSIONS[..],
+        &INTEGER_DIMENSIONS,
+        &TOPK_URL_DIMENSIONS,
+        &EVENT_DIMENSIONS,
+        &WAF_TREND_DIMENSIONS,
+        &SHAPING_TREND_DIMENSIONS,
+        &REQUEST_TREND_DIMENSIONS,
+        &TOPK_FILTER_DIMENSIONS,
+    ];
+    tables.iter().flat_map(|t| t.iter()).for_each(|d| dimension(d));
+    WAF_CATEGORIES.iter().chain(&SHAPING_CATEGORIES).for_each(|(_, d)| dimension(d));
+    let sets = [&GROUPINGS_FIVE_MINUTE[..], &GROUPINGS_HOUR, &GROUPINGS_DAY, &TOPK_URL_GROUPINGS];
+    sets.iter().flat_map(|t| t.iter()).flat_map(|set| set.split('/')).for_each(dimension);
+    for m in DELIVERY_METRICS {
+        assert!(Metric::parse(m).is_some(), "{m} is not a Metric");
+    }
+    assert!(Dimension::HttpStatusCode.is_integer() && !Dimension::Country.is_integer());
+    assert_eq!(Dimension::ALL.len(), 28);
+    assert_eq!(Metric::ALL.len(), DELIVERY_METRICS.len());
+}

@@ -4,40 +4,51 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const DELIVERY_DIMENSIONS: [&str; 14] = [
-    "browser_name",
-    "cache_status",
-    "content_type",
-    "country",
-    "country_code",
-    "customer",
-    "device_os",
-    "device_type",
-    "domain",
-    "gna_cache_status",
-    "http_status_code",
-    "property",
-    "request_type",
-    "scheme",
-];
+use super::names::{Dimension, Metric};
 
-pub const DELIVERY_METRICS: [&str; 8] = [
-    "first_mile_bandwidth_bytes",
-    "hits",
-    "last_mile_bandwidth_bytes",
-    "middle_mile_bandwidth_bytes",
-    "original_bandwidth_bytes",
-    "request_time_ms",
-    "time_to_first_byte_ms",
-    "time_to_last_byte_ms",
-];
+/// The names of `dimensions`, for the tables below.
+macro_rules! dimensions {
+    ($($d:ident),* $(,)?) => {
+        [$(Dimension::$d.as_str()),*]
+    };
+}
+
+pub const DELIVERY_DIMENSIONS: [&str; 14] = dimensions!(
+    BrowserName,
+    CacheStatus,
+    ContentType,
+    Country,
+    CountryCode,
+    Customer,
+    DeviceOs,
+    DeviceType,
+    Domain,
+    GnaCacheStatus,
+    HttpStatusCode,
+    Property,
+    RequestType,
+    Scheme,
+);
+
+pub const DELIVERY_METRICS: [&str; 8] = {
+    use Metric::*;
+    [
+        FirstMileBandwidthBytes.as_str(),
+        Hits.as_str(),
+        LastMileBandwidthBytes.as_str(),
+        MiddleMileBandwidthBytes.as_str(),
+        OriginalBandwidthBytes.as_str(),
+        RequestTimeMs.as_str(),
+        TimeToFirstByteMs.as_str(),
+        TimeToLastByteMs.as_str(),
+    ]
+};
 
 /// Dimensions whose values are integers (enumerations and status codes).
-pub const INTEGER_DIMENSIONS: [&str; 5] =
-    ["cache_status", "gna_cache_status", "scheme", "http_status_code", "client_asn"];
+pub const INTEGER_DIMENSIONS: [&str; 5] = dimensions!(CacheStatus, GnaCacheStatus, Scheme, HttpStatusCode, ClientAsn);
 
 pub const TOPK_URL_DIMENSIONS: [&str; 6] =
-    ["content_type", "request_type", "http_status_code", "property", "request_url", "customer"];
+    dimensions!(ContentType, RequestType, HttpStatusCode, Property, RequestUrl, Customer);
 
 /// Top-K URL grouping sets (after `day/`).
 pub const TOPK_URL_GROUPINGS: [&str; 3] = [
@@ -49,53 +60,52 @@ pub const TOPK_URL_GROUPINGS: [&str; 3] = [
 /// Top 20 URLs per day.
 pub const TOPK_URL_PER_DAY: u64 = 20;
 
-pub const EVENT_DIMENSIONS: [&str; 16] = [
-    "event_timestamp_ms",
-    "event_severity",
-    "event_type",
-    "event_action",
-    "domain",
-    "property",
-    "customer",
-    "client_connection_remote_ip",
-    "client_ip",
-    "client_browser",
-    "client_country_code",
-    "client_asn",
-    "rule_id",
-    "request_path",
-    "waf_action",
-    "source",
-];
+pub const EVENT_DIMENSIONS: [&str; 16] = dimensions!(
+    EventTimestampMs,
+    EventSeverity,
+    EventType,
+    EventAction,
+    Domain,
+    Property,
+    Customer,
+    ClientConnectionRemoteIp,
+    ClientIp,
+    ClientBrowser,
+    ClientCountryCode,
+    ClientAsn,
+    RuleId,
+    RequestPath,
+    WafAction,
+    Source,
+);
 
 pub const WAF_TREND_DIMENSIONS: [&str; 6] =
-    ["waf_action", "client_country_code", "domain", "property", "rule_id", "event_severity"];
-pub const SHAPING_TREND_DIMENSIONS: [&str; 5] =
-    ["event_action", "client_country_code", "domain", "property", "rule_id"];
-pub const REQUEST_TREND_DIMENSIONS: [&str; 4] = ["waf_action", "client_country_code", "domain", "property"];
+    dimensions!(WafAction, ClientCountryCode, Domain, Property, RuleId, EventSeverity);
+pub const SHAPING_TREND_DIMENSIONS: [&str; 5] = dimensions!(EventAction, ClientCountryCode, Domain, Property, RuleId);
+pub const REQUEST_TREND_DIMENSIONS: [&str; 4] = dimensions!(WafAction, ClientCountryCode, Domain, Property);
 
 /// WAF top-K categories and the dimension each ranks.
 pub const WAF_CATEGORIES: [(&str, &str); 6] = [
-    ("browser", "client_browser"),
-    ("clientip", "client_ip"),
-    ("country", "client_country_code"),
-    ("requestpath", "request_path"),
-    ("ruleid", "rule_id"),
-    ("severity", "event_severity"),
+    ("browser", Dimension::ClientBrowser.as_str()),
+    ("clientip", Dimension::ClientIp.as_str()),
+    ("country", Dimension::ClientCountryCode.as_str()),
+    ("requestpath", Dimension::RequestPath.as_str()),
+    ("ruleid", Dimension::RuleId.as_str()),
+    ("severity", Dimension::EventSeverity.as_str()),
 ];
 
 /// Traffic-shaping top-K categories and the dimension each ranks (the rate-limit ones: of rate-limited events).
 pub const SHAPING_CATEGORIES: [(&str, &str); 6] = [
-    ("browser", "client_browser"),
-    ("clientip", "client_ip"),
-    ("country", "client_country_code"),
-    ("ratelimitclientip", "client_ip"),
-    ("ratelimitcountry", "client_country_code"),
-    ("requestpath", "request_path"),
+    ("browser", Dimension::ClientBrowser.as_str()),
+    ("clientip", Dimension::ClientIp.as_str()),
+    ("country", Dimension::ClientCountryCode.as_str()),
+    ("ratelimitclientip", Dimension::ClientIp.as_str()),
+    ("ratelimitcountry", Dimension::ClientCountryCode.as_str()),
+    ("requestpath", Dimension::RequestPath.as_str()),
 ];
 
 /// Dimensions a security top-K query may filter on, besides its category's.
-pub const TOPK_FILTER_DIMENSIONS: [&str; 3] = ["domain", "property", "customer"];
+pub const TOPK_FILTER_DIMENSIONS: [&str; 3] = dimensions!(Domain, Property, Customer);
 pub const TOPK_DEFAULT_LIMIT: u64 = 20;
 pub const TOPK_MAX_LIMIT: u64 = 1000;
 pub const DELIVERY_MAX_LIMIT: u64 = 2500;
@@ -328,7 +338,7 @@ impl Family {
         match self {
             Family::Delivery => DELIVERY_METRICS.to_vec(),
             Family::Events => Vec::new(),
-            _ => vec!["hits"],
+            _ => vec![Metric::Hits.as_str()],
         }
     }
 
@@ -361,7 +371,11 @@ impl Family {
                         let g = g.as_str();
                         let mut sets = vec![g.to_string()];
                         sets.extend(dims.iter().map(|d| format!("{g}/{d}")));
-                        sets.extend(dims.iter().filter(|d| **d != "domain").map(|d| format!("{g}/domain/{d}")));
+                        sets.extend(
+                            dims.iter()
+                                .filter(|d| **d != Dimension::Domain.as_str())
+                                .map(|d| format!("{g}/domain/{d}")),
+                        );
                         sets
                     })
                     .collect()

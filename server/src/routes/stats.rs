@@ -13,7 +13,7 @@ use axum::{
 use edge_api::{
     ErrorBody,
     stats::{
-        self, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
+        self, Dimension, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
         StatsResponse, format_time, validate, write_time,
     },
 };
@@ -167,7 +167,7 @@ pub fn parameter_rule(path: &str, name: &str) -> Option<ParameterRule> {
 fn filter_pattern(families: &[Family]) -> String {
     let dims = sorted_unique(families.iter().flat_map(|f| f.dimensions()));
     let (integers, texts): (Vec<&str>, Vec<&str>) =
-        dims.into_iter().partition(|d| stats::INTEGER_DIMENSIONS.contains(d));
+        dims.into_iter().partition(|d| Dimension::parse(d).is_some_and(Dimension::is_integer));
     let mut alternatives = Vec::new();
     if !integers.is_empty() {
         alternatives.push(format!(" *(?:{}) *(?:==|!=) *[+-]?[0-9]{{1,18}} *", integers.join("|")));
