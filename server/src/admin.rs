@@ -1,7 +1,5 @@
 //! Operator tasks outside the API: creating a customer (tenant) with its first administrator.
 
-use rand::RngCore;
-
 use crate::{
     AppState,
     audit::{Target, op},
@@ -9,12 +7,8 @@ use crate::{
     store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError},
 };
 
-/// A new random resource id: 64 bits, hex.
-pub fn new_id() -> String {
-    let mut bytes = [0u8; 8];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    hex::encode(bytes)
-}
+/// Resource ids, as the command line and the tests' fixtures name them.
+pub use crate::store::new_id;
 
 /// Checks a username: 1–128 characters and at most 256 bytes, no colon (it would break HTTP Basic), no control
 /// characters or surrounding spaces, and not a reserved name (`system` names the server in the audit log).

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::admin::new_id;
+use crate::store::new_id;
 
 /// What the server sets in the read-only part of a new node.
 pub struct Stamp<'a> {

@@ -148,7 +148,7 @@ async fn seed_lists(state: &AppState, customer: &Customer, admin: &UserRecord) -
         let entries: Vec<EntryRecord> = entries
             .iter()
             .map(|e| EntryRecord {
-                id: crate::admin::new_id(),
+                id: crate::store::new_id(),
                 value: edge_api::normalize_entry(list_type, e).unwrap_or_else(|_| e.to_string()),
                 added_by: admin.username.clone(),
                 created_ms: now,

@@ -38,7 +38,7 @@ impl Mailer {
                 // A reset link is a credential: the outbox and its mail are the server's user's alone.
                 crate::private::dir(dir).with_context(|| format!("creating {}", dir.display()))?;
                 let name =
-                    format!("{}-{}.eml", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"), crate::admin::new_id());
+                    format!("{}-{}.eml", chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"), crate::store::new_id());
                 let path = dir.join(name);
                 let text = format!("From: {from}\r\nTo: {to}\r\nSubject: {subject}\r\n\r\n{body}\r\n");
                 crate::private::write(&path, text.as_bytes())

@@ -4,11 +4,11 @@
 use edge_api::{ErrorBody, Link, Task, paths};
 
 use crate::{
-    AppState, admin,
+    AppState,
     auth::Caller,
     clock::iso_ms,
     fleet,
-    store::{Customer, CustomerId, TaskRecord},
+    store::{self, Customer, CustomerId, TaskRecord},
 };
 
 pub const NETWORK_LIST_DEPLOY: &str = "networklist.deploy";
@@ -44,7 +44,7 @@ pub fn new_task_on(
     target_id: &str,
     target_uri: &str,
 ) -> TaskRecord {
-    let id = admin::new_id();
+    let id = store::new_id();
     let schedule = fleet.schedule(&id);
     let (end_ms, failed) = fleet::outcome(&schedule, begin_ms);
     let error_info = failed.then(|| {

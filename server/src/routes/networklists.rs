@@ -18,7 +18,6 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
-    admin,
     audit::{Target, op},
     auth::Caller,
     error::{AppError, AppResult},
@@ -106,7 +105,7 @@ fn entry_records(caller: &Caller, values: Vec<String>, now: i64) -> Vec<EntryRec
     values
         .into_iter()
         .map(|value| EntryRecord {
-            id: admin::new_id(),
+            id: store::new_id(),
             value,
             added_by: caller.user.username.clone(),
             created_ms: now,
@@ -239,7 +238,7 @@ async fn create_list(
     normalized.retain(|v| seen.insert(v.clone()));
     let now = state.clock.now_ms();
     let record = NetworkListRecord {
-        id: format!("{}_{}", input.list_type.to_lowercase(), admin::new_id()),
+        id: format!("{}_{}", input.list_type.to_lowercase(), store::new_id()),
         customer_id: caller.customer.id,
         name: input.name.trim().to_string(),
         list_type: input.list_type.clone(),

@@ -9,12 +9,11 @@ use super::users::{UserPath, find_user};
 use crate::{
     AppState,
     access::{Allowed, OwnWithPassword, perm},
-    admin,
     audit::{Target, op},
     error::{AppError, AppResult},
     extract::Json,
     otp,
-    store::{AuditEvent, Customer, OtpSeedRecord, UserRecord},
+    store::{self, AuditEvent, Customer, OtpSeedRecord, UserRecord},
 };
 
 /// A seed must be paired within this time.
@@ -182,7 +181,7 @@ async fn create_seed(
         });
     }
     let seed = OtpSeedRecord {
-        id: admin::new_id(),
+        id: store::new_id(),
         user_id: user.id.clone(),
         secret: otp::new_secret(),
         created_ms: state.clock.now_ms(),

@@ -23,7 +23,7 @@ use crate::{
     audit::{Target, op},
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{AuditEvent, Customer, NewUser, StoreError, UserRecord, UserUpdate},
+    store::{self, AuditEvent, Customer, NewUser, StoreError, UserRecord, UserUpdate},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -248,7 +248,7 @@ async fn create_user(
         None
     };
     let user = NewUser {
-        id: admin::new_id(),
+        id: store::new_id(),
         username,
         source,
         full_name: if local { input.full_name.unwrap_or_default() } else { String::new() },

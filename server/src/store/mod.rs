@@ -47,6 +47,15 @@ pub async fn open(location: &Location, wait: Duration) -> anyhow::Result<SqlStor
 
 pub type CustomerId = i64;
 
+/// A new random resource id: 64 bits, hex. Random rather than a sequence, so an id tells nothing of how many
+/// others there are (of this customer or another).
+pub fn new_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 8];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Customer {
     pub id: CustomerId,

@@ -144,7 +144,7 @@ fn audit_insert(e: &AuditEvent) -> Query {
     .bind(e.success)
     .bind(serde_json::Value::Object(e.details.clone()).to_string())
     // Random, not the row's number: a global sequence would tell a customer how much the others do.
-    .bind(crate::admin::new_id())
+    .bind(new_id())
 }
 
 /// Whether an audit record's target still exists (`a` is the record).
