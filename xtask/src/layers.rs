@@ -1,8 +1,9 @@
 //! `cargo xtask layers`: no module of the workspace's crates imports one that imports it back, directly or
 //! through others. A module is a file (`a/b.rs` or `a/b/mod.rs` is `a::b`); a path such as `crate::a::b::C`,
 //! `super::C` or `self::c::D` is an arrow to the deepest module it names. The crate root (`lib.rs`, `main.rs`)
-//! only declares and re-exports, so arrows to and from it are not counted; a `mod.rs` is a module like any
-//! other, so a child that imports what its parent re-exports from a sibling draws an arrow to the parent (name
+//! only declares and re-exports, so arrows to and from it are not counted; a path that starts with a child
+//! module's name (`use sql::SqlStore;` in `store/mod.rs`) is an arrow to that child; a `mod.rs` is a module like
+//! any other, so a child that imports what its parent re-exports from a sibling draws an arrow to the parent (name
 //! the sibling instead). Cycles are printed module by module.
 
 use std::{
@@ -40,7 +41,10 @@ pub fn cycles(dir: &Path, root: &str) -> Result<Vec<Vec<String>>> {
         let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let is_mod_rs = file.ends_with("mod.rs");
         for path in paths(&strip_comments(&text)) {
-            let Some(absolute) = absolute(module, is_mod_rs, &path) else { continue };
+            let Some(absolute) = absolute(module, is_mod_rs, &path).or_else(|| child_relative(&modules, module, &path))
+            else {
+                continue;
+            };
             if let Some(target) = deepest_module(&modules, &absolute)
                 && target != *module
                 && !is_ancestor(module, &target)
@@ -175,6 +179,21 @@ fn absolute(module: &str, is_mod_rs: bool, path: &str) -> Option<Vec<String>> {
     Some(base)
 }
 
+/// A path that starts with the name of a child module (`use sql::SqlStore;` in `store/mod.rs`: since the 2018
+/// edition a `use` may name a child without `self::`) as absolute module segments; None for anything else
+/// (another crate, a name in scope).
+fn child_relative(modules: &BTreeMap<String, PathBuf>, module: &str, path: &str) -> Option<Vec<String>> {
+    let first = path.split("::").next()?;
+    let child = if module.is_empty() { first.to_string() } else { format!("{module}::{first}") };
+    if !modules.contains_key(&child) {
+        return None;
+    }
+    let mut segments: Vec<String> =
+        if module.is_empty() { vec![] } else { module.split("::").map(String::from).collect() };
+    segments.extend(path.split("::").filter(|s| !s.is_empty()).map(String::from));
+    Some(segments)
+}
+
 /// The deepest module named by the start of `path`.
 fn deepest_module(modules: &BTreeMap<String, PathBuf>, path: &[String]) -> Option<String> {
     (1..=path.len()).rev().map(|n| path[..n].join("::")).find(|m| modules.contains_key(m))
@@ -268,5 +287,20 @@ mod tests {
         let found = cycles(&dir, "lib.rs").unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(found, vec![vec!["a".to_string(), "b".into(), "c".into()]]);
+    }
+
+    #[test]
+    fn a_parent_using_its_child_by_a_relative_path_closes_a_cycle() {
+        let dir = std::env::temp_dir().join(format!("edge-layers-relative-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("r")).unwrap();
+        std::fs::write(dir.join("lib.rs"), "mod r; mod t;").unwrap();
+        // r uses its child s without `self::`; s uses t, and t what r defines.
+        std::fs::write(dir.join("r/mod.rs"), "mod s; pub use s::S; pub struct X;").unwrap();
+        std::fs::write(dir.join("r/s.rs"), "use crate::t::T; pub struct S;").unwrap();
+        std::fs::write(dir.join("t.rs"), "use crate::r::X; pub struct T;").unwrap();
+        let found = cycles(&dir, "lib.rs").unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(found, vec![vec!["r".to_string(), "r::s".into(), "t".into()]]);
     }
 }

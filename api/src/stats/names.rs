@@ -81,10 +81,3 @@ names!(
         TimeToLastByteMs = "time_to_last_byte_ms",
     }
 );
-
-impl Dimension {
-    /// Whether its values are integers (enumerations and status codes): filtered as numbers, typed `long`.
-    pub fn is_integer(self) -> bool {
-        super::vocabulary::INTEGER_DIMENSIONS.contains(&self.as_str())
-    }
-}

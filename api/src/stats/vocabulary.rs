@@ -47,6 +47,13 @@ pub const DELIVERY_METRICS: [&str; 8] = {
 /// Dimensions whose values are integers (enumerations and status codes).
 pub const INTEGER_DIMENSIONS: [&str; 5] = dimensions!(CacheStatus, GnaCacheStatus, Scheme, HttpStatusCode, ClientAsn);
 
+impl Dimension {
+    /// Whether its values are integers (enumerations and status codes): filtered as numbers, typed `long`.
+    pub fn is_integer(self) -> bool {
+        INTEGER_DIMENSIONS.contains(&self.as_str())
+    }
+}
+
 pub const TOPK_URL_DIMENSIONS: [&str; 6] =
     dimensions!(ContentType, RequestType, HttpStatusCode, Property, RequestUrl, Customer);
 
