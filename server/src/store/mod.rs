@@ -14,7 +14,7 @@ use edge_api::config::ReadOnly;
 
 pub use sql::SqlStore;
 
-use crate::throttle::{Decision, Lockout, LoginKey, Outcome};
+use crate::throttle::policy::{Decision, Lockout, LoginKey, Outcome};
 
 /// Where the state is kept.
 #[derive(Debug, Clone, PartialEq, Eq)]

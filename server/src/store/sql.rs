@@ -8,7 +8,7 @@ use super::{
     db::{Db, Kind, Query, Row, Tx, query},
     *,
 };
-use crate::throttle::{self, Count, Decision, Lockout, LoginKey, Outcome};
+use crate::throttle::policy::{self as throttle, Count, Decision, Lockout, LoginKey, Outcome};
 
 pub struct SqlStore {
     db: Db,
@@ -628,7 +628,7 @@ fn present(keys: &[Option<String>; 4]) -> Vec<&str> {
 /// `tokens` of the purge bucket (thousandths of a request) after refilling from `at_ms` to `$2`, capped at the
 /// burst.
 fn refilled(tokens: &str, at: &str) -> String {
-    use crate::throttle::purge::{BURST_MILLI, MILLI_PER_MS};
+    use crate::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
     let gained = format!("{MILLI_PER_MS} * (CASE WHEN $2 > {at} THEN $2 - {at} ELSE 0 END)");
     format!("(CASE WHEN {tokens} + {gained} > {BURST_MILLI} THEN {BURST_MILLI} ELSE {tokens} + {gained} END)")
 }
@@ -1245,7 +1245,7 @@ impl Store for SqlStore {
     }
 
     async fn take_purge_token(&self, customer: CustomerId, now_ms: i64) -> StoreResult<Result<(), i64>> {
-        use crate::throttle::purge::{BURST_MILLI, MILLI_PER_MS};
+        use crate::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
         // One statement: the bucket is refilled, a token taken when there is one, and the time moved on, under
         // the row's lock, so requests to every replica draw from the same bucket.
         let refilled = refilled("b.tokens_milli", "b.at_ms");
