@@ -1,10 +1,10 @@
 //! Operator tasks outside the API: creating a customer (tenant) with its first administrator.
 
+use edge_api::audit::op;
+
 use crate::{
-    AppState,
-    audit::{Target, op},
-    auth,
-    store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError},
+    AppState, auth,
+    store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError, Target},
 };
 
 /// Resource ids, as the command line and the tests' fixtures name them.

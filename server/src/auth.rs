@@ -10,6 +10,7 @@ use axum::{
 use base64::Engine;
 use edge_api::{
     Role,
+    audit::op,
     limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES},
 };
 use rand::RngCore;
@@ -17,11 +18,10 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     AppState,
-    audit::{self, Target},
     clock::iso_ms,
     error::{AppError, AppResult},
     otp,
-    store::{Actor, AuditEvent, Customer, SessionRecord, UserRecord},
+    store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
     throttle::{self, Lockout, LoginKey, Outcome, Verdict},
 };
 
@@ -47,6 +47,16 @@ pub struct Caller {
     /// Authenticated by the password alone although the user has two-factor on: an incomplete login, which may
     /// only read the user's own password and two-factor resources (see [`crate::access::authorize`]).
     pub password_only: bool,
+}
+
+/// The record of a change the caller of a request makes (built here, beside [`Caller`]: the record itself, in
+/// the store, knows nothing of requests).
+impl AuditEvent {
+    /// A change made by the caller of a request, now.
+    pub fn by(caller: &Caller, now_ms: i64, operation: &str, target: Target) -> AuditEvent {
+        let actor = Actor::User { id: caller.user.id.clone(), name: caller.user.username.clone() };
+        AuditEvent::new(caller.customer.id, now_ms, actor, caller.addr.to_string(), operation, target)
+    }
 }
 
 /// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header; 400
@@ -238,7 +248,7 @@ impl PasswordLogin<'_> {
         let event = |operation| {
             AuditEvent::new(customer.id, now, actor.clone(), self.addr.to_string(), operation, target.clone()).failure()
         };
-        let mut events = vec![event(audit::op::LOGIN_FAILURE).detail("reason", reason)];
+        let mut events = vec![event(op::LOGIN_FAILURE).detail("reason", reason)];
         for lockout in lockouts {
             let scope = match lockout {
                 Lockout::UsernameFromAddress => "username from this address",
@@ -246,7 +256,7 @@ impl PasswordLogin<'_> {
                 Lockout::Codes => "one-time codes of this username, every address",
             };
             events.push(
-                event(audit::op::LOGIN_LOCKOUT)
+                event(op::LOGIN_LOCKOUT)
                     .detail("scope", scope)
                     .detail("until", iso_ms(now + crate::throttle::WINDOW_MS)),
             );
@@ -356,8 +366,7 @@ pub async fn live_session(
     let now = state.clock.now_ms();
     if now >= session_expiry_ms(&found.0) {
         let (_, customer, user) = &found;
-        let expired =
-            AuditEvent::system(customer.id, now, audit::op::SESSION_EXPIRE, Target::session(&hash, &user.username));
+        let expired = AuditEvent::system(customer.id, now, op::SESSION_EXPIRE, Target::session(&hash, &user.username));
         state.store.delete_session(&hash, &expired).await?;
         return Ok(None);
     }

@@ -3,6 +3,7 @@
 
 use edge_api::{
     Role,
+    audit::op,
     config::{CacheKey, CacheRule, HostPattern, Origin, PropertyConfig, ReadOnly, Security, ShapingRule, WafRule},
     paths,
 };
@@ -11,11 +12,11 @@ pub use crate::stats::demo::Volume;
 use crate::{
     AppState,
     admin::local_user,
-    audit::{Target, op},
     clock::iso_ms,
     config::{Stamp, etag, stamp_new},
     store::{
-        AuditEvent, ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, UserRecord,
+        AuditEvent, ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, Target,
+        UserRecord,
     },
     tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, new_task_for},
 };

@@ -3,7 +3,6 @@
 
 pub mod access;
 pub mod admin;
-pub mod audit;
 pub mod auth;
 pub mod clock;
 pub mod config;

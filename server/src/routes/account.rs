@@ -1,18 +1,17 @@
 //! The customer account and its features.
 
 use axum::extract::State;
-use edge_api::{Account, AccountUpdate, ErrorBody, Feature, paths};
+use edge_api::{Account, AccountUpdate, ErrorBody, Feature, audit::op, paths};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::is_email;
 use crate::{
     AppState,
     access::{Allowed, AllowedElseNotFound, perm},
-    audit::{Target, op},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
-    store::{AccountChange, AuditEvent, Customer},
+    store::{AccountChange, AuditEvent, Customer, Target},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -8,6 +8,7 @@ use axum::{
 use edge_api::{
     AddEntriesResult, EntryInput, EntryPage, EntryRef, ErrorBody, MAX_ENTRIES_PER_CALL, MAX_ENTRIES_PER_LIST,
     NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, PageInfo, Task,
+    audit::op,
     limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, over_chars},
     normalize_entry, paths,
 };
@@ -18,11 +19,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
-    audit::{Target, op},
     auth::Caller,
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord},
+    store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord, Target},
     tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
 };
 

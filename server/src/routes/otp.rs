@@ -2,18 +2,17 @@
 //! administrator).
 
 use axum::extract::{Path, State};
-use edge_api::{ErrorBody, OtpPairing, OtpSeed, OtpSettings, paths};
+use edge_api::{ErrorBody, OtpPairing, OtpSeed, OtpSettings, audit::op, paths};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user};
 use crate::{
     AppState,
     access::{Allowed, OwnWithPassword, perm},
-    audit::{Target, op},
     error::{AppError, AppResult},
     extract::Json,
     otp,
-    store::{self, AuditEvent, Customer, OtpSeedRecord, UserRecord},
+    store::{self, AuditEvent, Customer, OtpSeedRecord, Target, UserRecord},
 };
 
 /// A seed must be paired within this time.

@@ -5,7 +5,7 @@ use axum::{
     extract::{Path, State},
     http::{HeaderMap, StatusCode},
 };
-use edge_api::{ErrorBody, Password, PasswordResetCompletion, check_password_policy, paths};
+use edge_api::{ErrorBody, Password, PasswordResetCompletion, audit::op, check_password_policy, paths};
 use rand::RngCore;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -14,11 +14,10 @@ use super::users::{UserPath, find_user, is_email};
 use crate::{
     AppState,
     access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
-    audit::{Target, op},
     auth::{self, PathCustomer},
     error::{AppError, AppResult},
     extract::Json,
-    store::{Actor, AuditEvent, Customer, PasswordReset, UserRecord},
+    store::{Actor, AuditEvent, Customer, PasswordReset, Target, UserRecord},
 };
 
 /// A reset link works this long.

@@ -10,6 +10,7 @@ use axum::{
 };
 use edge_api::{
     ErrorBody,
+    audit::op,
     config::{
         Change, ConfigDocument, ConfigVersion, HostPattern, MAX_NODES, NewProperty, PropertyConfig, PropertySummary,
         ReadOnly, UpdatePropertyModel, diff, is_valid_property_name,
@@ -24,7 +25,6 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
-    audit::{Target, op},
     auth::Caller,
     clock::iso_ms,
     config::{
@@ -33,7 +33,7 @@ use crate::{
     },
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord},
+    store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord, Target},
     tasks::{CONFIG_DEPLOY, new_task},
 };
 

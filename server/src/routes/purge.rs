@@ -10,7 +10,7 @@ use axum::{
 };
 use edge_api::{
     PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
-    TransactionStatus, TransactionSummary, paths, uri_problems,
+    TransactionStatus, TransactionSummary, audit::op, paths, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -18,11 +18,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     AppState,
     access::{Allowed, perm},
-    audit::{Target, op},
     auth::Caller,
     error::AppError,
     fleet,
-    store::{AuditEvent, PurgeRecord, TaskRecord},
+    store::{AuditEvent, PurgeRecord, Target, TaskRecord},
     tasks::{PURGE, new_task},
 };
 

@@ -7,19 +7,18 @@ use axum::{
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use edge_api::{ErrorBody, Link, Session, SessionInfo, SessionList, SessionModel, paths};
+use edge_api::{ErrorBody, Link, Session, SessionInfo, SessionList, SessionModel, audit::op, paths};
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     AppState,
     access::Authed,
-    audit::{Target, op},
     auth::{self, Caller, PasswordLogin, PathCustomer},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
-    store::{Actor, AuditEvent, Customer, SessionRecord, UserRecord},
+    store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

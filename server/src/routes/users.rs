@@ -8,6 +8,7 @@ use axum::{
 };
 use edge_api::{
     ErrorBody, Link, Role, User, UserInput, UserPage,
+    audit::op,
     limits::{MAX_NAME_CHARS, MAX_PHONE_CHARS, over_chars},
     paths,
 };
@@ -20,10 +21,9 @@ use crate::{
     AppState,
     access::{Allowed, SelfOr, perm},
     admin,
-    audit::{Target, op},
     error::{AppError, AppResult},
     extract::{Json, Query},
-    store::{self, AuditEvent, Customer, NewUser, StoreError, UserRecord, UserUpdate},
+    store::{self, AuditEvent, Customer, NewUser, StoreError, Target, UserRecord, UserUpdate},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

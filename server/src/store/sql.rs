@@ -1599,8 +1599,9 @@ impl Store for SqlStore {
         for row in &rows {
             let token_hash: String = row.get("token_hash")?;
             let username: Option<String> = row.get("username")?;
-            let target = crate::audit::Target::session(&token_hash, username.as_deref().unwrap_or_default());
-            let event = AuditEvent::system(row.get("customer_id")?, now_ms, crate::audit::op::SESSION_EXPIRE, target);
+            let target = Target::session(&token_hash, username.as_deref().unwrap_or_default());
+            let event =
+                AuditEvent::system(row.get("customer_id")?, now_ms, edge_api::audit::op::SESSION_EXPIRE, target);
             insert_audit(&mut tx, &event).await?;
         }
         tx.commit().await?;
