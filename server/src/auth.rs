@@ -322,7 +322,7 @@ impl PasswordLogin<'_> {
     }
 }
 
-/// Settles a counted attempt (see [`crate::store::Store::settle_login`]) and wakes an attempt of this process
+/// Settles a counted attempt (see [`crate::store::Logins::settle_login`]) and wakes an attempt of this process
 /// waiting on its keys (every one when a key was just locked); returns the locks a failure brought about. When
 /// the store cannot record it, that is logged and the answer stays the same: the reservation expires by itself
 /// (see [`throttle::PENDING_TTL_MS`]).

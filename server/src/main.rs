@@ -230,7 +230,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Host { command: HostCommand::Show { pattern, data_dir, database } } => {
             let store = open_store(&database.location(&data_dir)).await?;
             let pattern = pattern.trim().to_ascii_lowercase();
-            match edge_server::store::Store::host_claim(&store, &pattern).await? {
+            match edge_server::store::Properties::host_claim(&store, &pattern).await? {
                 Some((customer, property)) => {
                     println!("{pattern} is claimed by customer `{}`, property `{}`", customer.name, property.name)
                 }

@@ -25,7 +25,7 @@
 //! [`policy`] is the policy, pure: the limits, what is stored of a key, and the decision from the counts, which
 //! the [`Store`](crate::store::Store) applies in the one transaction that decides and counts (in the database,
 //! so that every replica of the server counts against the same limits and a restart forgets nothing).
-//! [`waits`] reserves attempts through the store and holds back the ones that must wait. A reservation that is
+//! `waits` reserves attempts through the store and holds back the ones that must wait. A reservation that is
 //! never settled (its request was cancelled, or its replica died) stops counting after [`PENDING_TTL_MS`].
 
 pub mod policy;

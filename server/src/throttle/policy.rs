@@ -151,7 +151,7 @@ pub fn decide(now_ms: i64, counts: &[Option<Count>; 4]) -> Decision {
     if wait { Decision::Wait } else { Decision::Proceed { doublings } }
 }
 
-/// The purge rate limit, a token bucket per customer kept by the store (see `Store::take_purge_token`):
+/// The purge rate limit, a token bucket per customer kept by the store (see `Tasks::take_purge_token`):
 /// 2 requests a second, a burst of 2, across every replica together. Tokens are counted in thousandths.
 pub mod purge {
     /// Thousandths of a token gained per millisecond (2 tokens a second).

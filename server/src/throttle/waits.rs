@@ -172,7 +172,7 @@ impl Drop for Listening<'_> {
 
 /// Decides on an attempt before its credentials are checked and, unless refused, counts it in the same step
 /// (waiting while pending attempts may still reach a lock). `base_delay` is the first slow-down; each further
-/// failure doubles it, up to 32 times. Settle it with [`Store::settle_login`], then [`Waits::settled`].
+/// failure doubles it, up to 32 times. Settle it with [`Logins::settle_login`](crate::store::Logins::settle_login), then [`Waits::settled`].
 pub async fn reserve(
     store: &dyn Store,
     waits: &Waits,
