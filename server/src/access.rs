@@ -13,9 +13,9 @@ use axum::{
 pub use edge_api::access::{Permission, perm};
 
 use crate::{
-    AppState,
     auth::{self, Caller},
     error::{AppError, AppResult},
+    state::AppState,
     store::UserRecord,
 };
 

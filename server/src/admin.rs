@@ -3,7 +3,8 @@
 use edge_api::audit::op;
 
 use crate::{
-    AppState, auth,
+    auth,
+    state::AppState,
     store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError, Target},
 };
 

@@ -17,10 +17,10 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    AppState,
     clock::iso_ms,
     error::{AppError, AppResult},
     otp,
+    state::AppState,
     store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
     throttle::{self, Lockout, LoginKey, Outcome, Verdict},
 };

@@ -10,10 +10,10 @@ use edge_api::{
 
 pub use crate::stats::demo::Volume;
 use crate::{
-    AppState,
     admin::local_user,
     clock::iso_ms,
     config::{Stamp, etag, stamp_new},
+    state::AppState,
     store::{
         AuditEvent, ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, Target,
         UserRecord,

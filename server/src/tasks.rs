@@ -4,10 +4,10 @@
 use edge_api::{ErrorBody, Link, Task, paths};
 
 use crate::{
-    AppState,
     auth::Caller,
     clock::iso_ms,
     fleet,
+    state::AppState,
     store::{self, Customer, CustomerId, TaskRecord},
 };
 

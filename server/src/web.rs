@@ -14,7 +14,7 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use edge_api::limits::{MAX_HEADER_VALUE_BYTES, MAX_URI_BYTES};
 
-use crate::{AppState, error::body_for_status};
+use crate::{error::body_for_status, state::AppState};
 
 /// True for paths in the API's address space, `/{customer}/v<N>` and below, which must never be answered with
 /// the console's index.html.
@@ -229,7 +229,7 @@ pub async fn readiness(State(state): State<AppState>) -> Response {
         Ok(Err(e)) => problems.push(format!("database ({kind}): {e}")),
         Err(_) => problems.push(format!("database ({kind}): no answer within {READINESS_TIMEOUT:?}")),
     }
-    match free_bytes(&state.settings.data_dir) {
+    match crate::disk::free_bytes(&state.settings.data_dir) {
         Some(free) if free < state.settings.min_free_disk_bytes => problems.push(format!(
             "data dir {}: {} MiB free, below the {} MiB this server needs",
             state.settings.data_dir.display(),
@@ -272,18 +272,6 @@ fn readiness_id(state: &AppState) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let dir = std::fs::canonicalize(&state.settings.data_dir).unwrap_or_else(|_| state.settings.data_dir.clone());
     format!("{}:{}", host.trim(), dir.display())
-}
-
-/// Bytes free for this process in the file system of `dir` (None where that cannot be read).
-pub fn free_bytes(dir: &std::path::Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `path` is a NUL-terminated string and `stat` a valid, writable statvfs.
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return None;
-    }
-    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::is_email;
 use crate::{
-    AppState,
     access::{Allowed, AllowedElseNotFound, perm},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
+    state::AppState,
     store::{AccountChange, AuditEvent, Customer, Target},
 };
 

@@ -10,11 +10,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{paging::PageQuery, tasks::time_param, users::url_encode};
 use crate::{
-    AppState,
     access::{Allowed, perm},
     clock::iso_ms,
     error::AppResult,
     extract::Query,
+    state::AppState,
     store::{Actor, AuditEntry, AuditFilter, Customer},
 };
 

@@ -25,7 +25,7 @@ use utoipa::{
 };
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::AppState;
+use crate::state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(

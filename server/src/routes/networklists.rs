@@ -17,11 +17,11 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    AppState,
     access::{Allowed, perm},
     auth::Caller,
     error::{AppError, AppResult},
     extract::{Json, Query},
+    state::AppState,
     store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord, Target},
     tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
 };

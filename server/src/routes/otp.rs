@@ -7,11 +7,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user};
 use crate::{
-    AppState,
     access::{Allowed, OwnWithPassword, perm},
     error::{AppError, AppResult},
     extract::Json,
     otp,
+    state::AppState,
     store::{self, AuditEvent, Customer, OtpSeedRecord, Target, UserRecord},
 };
 

@@ -23,7 +23,6 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    AppState,
     access::{Allowed, perm},
     auth::Caller,
     clock::iso_ms,
@@ -33,6 +32,7 @@ use crate::{
     },
     error::{AppError, AppResult},
     extract::{Json, Query},
+    state::AppState,
     store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord, Target},
     tasks::{CONFIG_DEPLOY, new_task},
 };

@@ -16,11 +16,11 @@ use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    AppState,
     access::{Allowed, perm},
     auth::Caller,
     error::AppError,
     fleet,
+    state::AppState,
     store::{AuditEvent, PurgeRecord, Target, TaskRecord},
     tasks::{PURGE, new_task},
 };

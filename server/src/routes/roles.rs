@@ -10,10 +10,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    AppState,
     access::{Allowed, perm},
     error::{AppError, AppResult},
     extract::Query,
+    state::AppState,
     store::Customer,
 };
 

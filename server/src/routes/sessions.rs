@@ -12,12 +12,12 @@ use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    AppState,
     access::Authed,
     auth::{self, Caller, PasswordLogin, PathCustomer},
     clock::iso_ms,
     error::{AppError, AppResult},
     extract::Json,
+    state::AppState,
     store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
 };
 

@@ -22,11 +22,11 @@ use utoipa::openapi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    AppState,
     access::{Allowed, perm},
     auth::Caller,
     error::{AppError, AppResult},
     extract,
+    state::AppState,
     stats::{Answer, Cell, IngestError, QueryError, ingest},
 };
 

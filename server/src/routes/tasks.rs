@@ -9,10 +9,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    AppState,
     access::{Allowed, perm},
     error::{AppError, AppResult},
     extract::Query,
+    state::AppState,
     store::{TaskFilter, TaskStatus},
     tasks::task_body,
 };

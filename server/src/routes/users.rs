@@ -18,11 +18,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    AppState,
     access::{Allowed, SelfOr, perm},
     admin,
     error::{AppError, AppResult},
     extract::{Json, Query},
+    state::AppState,
     store::{self, AuditEvent, Customer, NewUser, StoreError, Target, UserRecord, UserUpdate},
 };
 
