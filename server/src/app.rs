@@ -17,7 +17,12 @@ use tower_http::{
     catch_panic::CatchPanicLayer, set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trace::TraceLayer,
 };
 
-use crate::{routes, state::AppState, stats::StatsEngine, upkeep::housekeeping, web};
+use crate::{
+    http::{routes, web},
+    state::AppState,
+    stats::StatsEngine,
+    upkeep::housekeeping,
+};
 
 /// The whole HTTP application: API, OpenAPI document, health check and the console's files.
 pub fn app(state: AppState) -> Router {

@@ -7,10 +7,13 @@ use anyhow::Context;
 
 use crate::{
     clock::{Clock, SystemClock},
-    fleet::{Fleet, SimulatedFleet},
-    hashing::PasswordWork,
-    mail::Mailer,
-    net::TrustedProxies,
+    domain::{
+        fleet::{Fleet, SimulatedFleet},
+        hashing::PasswordWork,
+        mail::Mailer,
+        net::TrustedProxies,
+        throttle,
+    },
     private,
     stats::{
         StatsEngine,
@@ -18,7 +21,6 @@ use crate::{
         memory::MemoryEngine,
     },
     store::{self, Location, Store},
-    throttle,
 };
 
 /// Settings fixed at start.

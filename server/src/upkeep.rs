@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{auth, state::AppState, stats};
+use crate::{domain::auth, state::AppState, stats};
 
 /// Periodic upkeep, every minute: see [`upkeep`].
 pub(crate) async fn housekeeping(state: AppState) {

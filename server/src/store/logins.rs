@@ -8,7 +8,7 @@ use super::{
     db::{Query, Row, query},
     sql::{SqlStore, prune_in_batches},
 };
-use crate::throttle::policy::{self as throttle, Count, Decision, Lockout, LoginKey, Outcome};
+use crate::domain::throttle::policy::{self as throttle, Count, Decision, Lockout, LoginKey, Outcome};
 
 /// Login throttling: the counts of each key, decided on and settled in one transaction each.
 #[async_trait]

@@ -74,7 +74,7 @@ pub trait Properties: Send + Sync {
     /// The history, newest first (without the configurations).
     async fn config_versions(&self, property_id: i64) -> StoreResult<Vec<ConfigVersionRecord>>;
     async fn config_version(&self, property_id: i64, version: u64) -> StoreResult<Option<ConfigVersionRecord>>;
-    /// The newest version whose content has this hash (see [`crate::config::content_hash`]), if any.
+    /// The newest version whose content has this hash (see [`crate::domain::property_config::content_hash`]), if any.
     async fn config_version_with_content(&self, property_id: i64, content_hash: &str) -> StoreResult<Option<u64>>;
     /// The host patterns the customer's properties claim (see [`Properties::create_property`]), in order.
     async fn host_claims(&self, customer: CustomerId) -> StoreResult<Vec<String>>;

@@ -90,7 +90,7 @@ pub trait Tasks: Send + Sync {
     async fn purge(&self, customer: CustomerId, id: i64) -> StoreResult<Option<(PurgeRecord, TaskRecord)>>;
     /// The newest purges first.
     async fn recent_purges(&self, customer: CustomerId, limit: u64) -> StoreResult<Vec<(PurgeRecord, TaskRecord)>>;
-    /// Takes a token from the customer's purge bucket (see [`crate::throttle::purge`]); when there is none, the
+    /// Takes a token from the customer's purge bucket (see [`crate::domain::throttle::purge`]); when there is none, the
     /// milliseconds until there will be.
     async fn take_purge_token(&self, customer: CustomerId, now_ms: i64) -> StoreResult<Result<(), i64>>;
 }
@@ -206,7 +206,7 @@ impl Tasks for SqlStore {
     }
 
     async fn take_purge_token(&self, customer: CustomerId, now_ms: i64) -> StoreResult<Result<(), i64>> {
-        use crate::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
+        use crate::domain::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
         // One statement: the bucket is refilled, a token taken when there is one, and the time moved on, under
         // the row's lock, so requests to every replica draw from the same bucket.
         let refilled = refilled("b.tokens_milli", "b.at_ms");
@@ -283,7 +283,7 @@ fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
 /// `tokens` of the purge bucket (thousandths of a request) after refilling from `at_ms` to `$2`, capped at the
 /// burst.
 fn refilled(tokens: &str, at: &str) -> String {
-    use crate::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
+    use crate::domain::throttle::policy::purge::{BURST_MILLI, MILLI_PER_MS};
     let gained = format!("{MILLI_PER_MS} * (CASE WHEN $2 > {at} THEN $2 - {at} ELSE 0 END)");
     format!("(CASE WHEN {tokens} + {gained} > {BURST_MILLI} THEN {BURST_MILLI} ELSE {tokens} + {gained} END)")
 }

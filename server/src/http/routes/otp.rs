@@ -7,10 +7,14 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user};
 use crate::{
-    access::{Allowed, OwnWithPassword, perm},
-    error::{AppError, AppResult},
-    extract::Json,
-    otp,
+    domain::{
+        access::{Allowed, OwnWithPassword, perm},
+        otp,
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::Json,
+    },
     state::AppState,
     store::{self, AuditEvent, Customer, OtpSeedRecord, Target, UserRecord},
 };

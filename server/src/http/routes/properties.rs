@@ -23,18 +23,22 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    access::{Allowed, perm},
-    auth::Caller,
     clock::iso_ms,
-    config::{
-        Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, public_suffix_problems, stamp_new,
-        unknown_readonly_parts,
+    domain::{
+        access::{Allowed, perm},
+        auth::Caller,
+        property_config::{
+            Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, public_suffix_problems, stamp_new,
+            unknown_readonly_parts,
+        },
+        tasks::{CONFIG_DEPLOY, new_task},
     },
-    error::{AppError, AppResult},
-    extract::{Json, Query},
+    http::{
+        error::{AppError, AppResult},
+        extract::{Json, Query},
+    },
     state::AppState,
     store::{AuditEvent, ConfigVersionRecord, Customer, PropertyRecord, Target},
-    tasks::{CONFIG_DEPLOY, new_task},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

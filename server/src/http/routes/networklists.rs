@@ -17,13 +17,17 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    access::{Allowed, perm},
-    auth::Caller,
-    error::{AppError, AppResult},
-    extract::{Json, Query},
+    domain::{
+        access::{Allowed, perm},
+        auth::Caller,
+        tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::{Json, Query},
+    },
     state::AppState,
     store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord, Target},
-    tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -13,8 +13,8 @@ use axum::{
 pub use edge_api::access::{Permission, perm};
 
 use crate::{
-    auth::{self, Caller},
-    error::{AppError, AppResult},
+    domain::auth::{self, Caller},
+    http::error::{AppError, AppResult},
     state::AppState,
     store::UserRecord,
 };

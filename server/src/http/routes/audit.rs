@@ -10,10 +10,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{paging::PageQuery, tasks::time_param, users::url_encode};
 use crate::{
-    access::{Allowed, perm},
     clock::iso_ms,
-    error::AppResult,
-    extract::Query,
+    domain::access::{Allowed, perm},
+    http::{error::AppResult, extract::Query},
     state::AppState,
     store::{Actor, AuditEntry, AuditFilter, Customer},
 };

@@ -18,14 +18,16 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     clock::iso_ms,
-    error::{AppError, AppResult},
-    otp,
+    domain::{
+        otp,
+        throttle::{self, Lockout, LoginKey, Outcome, Verdict},
+    },
+    http::error::{AppError, AppResult},
     state::AppState,
     store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
-    throttle::{self, Lockout, LoginKey, Outcome, Verdict},
 };
 
-pub use crate::hashing::hash_password;
+pub use crate::domain::hashing::hash_password;
 
 /// A session dies after this long without a request.
 pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
@@ -45,7 +47,7 @@ pub struct Caller {
     /// The client's address (behind trusted proxies, the one they forward).
     pub addr: IpAddr,
     /// Authenticated by the password alone although the user has two-factor on: an incomplete login, which may
-    /// only read the user's own password and two-factor resources (see [`crate::access::authorize`]).
+    /// only read the user's own password and two-factor resources (see [`crate::domain::access::authorize`]).
     pub password_only: bool,
 }
 
@@ -117,7 +119,7 @@ fn invalid_credentials() -> AppError {
 }
 
 /// The client's address: the TCP peer, or behind a trusted proxy the address it forwards (see
-/// [`crate::net::TrustedProxies`]); the unspecified address when unknown (tests through the router).
+/// [`crate::domain::net::TrustedProxies`]); the unspecified address when unknown (tests through the router).
 pub fn client_addr(parts: &Parts, state: &AppState) -> IpAddr {
     let peer = parts
         .extensions
@@ -258,7 +260,7 @@ impl PasswordLogin<'_> {
             events.push(
                 event(op::LOGIN_LOCKOUT)
                     .detail("scope", scope)
-                    .detail("until", iso_ms(now + crate::throttle::WINDOW_MS)),
+                    .detail("until", iso_ms(now + crate::domain::throttle::WINDOW_MS)),
             );
         }
         for e in events {

@@ -16,13 +16,15 @@ use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    access::{Allowed, perm},
-    auth::Caller,
-    error::AppError,
-    fleet,
+    domain::{
+        access::{Allowed, perm},
+        auth::Caller,
+        fleet,
+        tasks::{PURGE, new_task},
+    },
+    http::error::AppError,
     state::AppState,
     store::{AuditEvent, PurgeRecord, Target, TaskRecord},
-    tasks::{PURGE, new_task},
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -14,7 +14,7 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use edge_api::limits::{MAX_HEADER_VALUE_BYTES, MAX_URI_BYTES};
 
-use crate::{error::body_for_status, state::AppState};
+use crate::{http::error::body_for_status, state::AppState};
 
 /// True for paths in the API's address space, `/{customer}/v<N>` and below, which must never be answered with
 /// the console's index.html.
@@ -70,7 +70,7 @@ pub async fn static_or_not_found(State(state): State<AppState>, req: Request) ->
 /// Gives every error answer of the API the JSON error body, whoever produced it (router 405s, body limits,
 /// timeouts), keeping its status and headers such as Allow and Retry-After.
 pub async fn json_errors(req: Request, next: Next) -> Response {
-    let purge_style = crate::routes::purge::is_purge_path(req.uri().path());
+    let purge_style = crate::http::routes::purge::is_purge_path(req.uri().path());
     let response = next.run(req).await;
     let status = response.status();
     let is_json = response
@@ -125,7 +125,7 @@ pub async fn bounded_request(req: Request, next: Next) -> Response {
         })
     };
     let Some((status, body)) = refused else { return next.run(req).await };
-    if crate::routes::purge::is_purge_path(req.uri().path()) {
+    if crate::http::routes::purge::is_purge_path(req.uri().path()) {
         let purge = edge_api::PurgeError { code: status.as_u16(), description: body.message, details: vec![] };
         return (status, Json(purge)).into_response();
     }

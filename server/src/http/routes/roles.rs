@@ -10,9 +10,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    access::{Allowed, perm},
-    error::{AppError, AppResult},
-    extract::Query,
+    domain::access::{Allowed, perm},
+    http::{
+        error::{AppError, AppResult},
+        extract::Query,
+    },
     state::AppState,
     store::Customer,
 };

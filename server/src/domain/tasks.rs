@@ -4,9 +4,8 @@
 use edge_api::{ErrorBody, Link, Task, paths};
 
 use crate::{
-    auth::Caller,
     clock::iso_ms,
-    fleet,
+    domain::{auth::Caller, fleet},
     state::AppState,
     store::{self, Customer, CustomerId, TaskRecord},
 };

@@ -44,7 +44,7 @@ pub struct LoginKey {
     pub customer: String,
     /// Lower-cased.
     pub username: String,
-    /// The client's address key (see [`crate::net::throttle_key`]).
+    /// The client's address key (see [`crate::domain::net::throttle_key`]).
     pub addr: IpAddr,
     /// The attempt carries a one-time code: it is counted under the account's codes too.
     pub code: bool,
@@ -55,7 +55,7 @@ impl LoginKey {
         LoginKey {
             customer: customer.to_string(),
             username: username.to_lowercase(),
-            addr: crate::net::throttle_key(addr),
+            addr: crate::domain::net::throttle_key(addr),
             code: false,
         }
     }

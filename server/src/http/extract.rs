@@ -8,7 +8,7 @@ use axum::{
 use edge_api::limits::MAX_QUERY_VALUE_BYTES;
 use serde::de::DeserializeOwned;
 
-use crate::error::AppError;
+use crate::http::error::AppError;
 
 /// A JSON body. Wrong content type → 415, body over the limit → 413, bad JSON → 400 `invalid_json`.
 pub struct Json<T>(pub T);

@@ -14,7 +14,7 @@ use argon2::{
 };
 use tokio::sync::Semaphore;
 
-use crate::error::{AppError, AppResult};
+use crate::http::error::{AppError, AppResult};
 
 /// Memory one argon2 computation takes with the default parameters (m = 19456 KiB).
 const ARGON2_BYTES: u64 = 19456 * 1024;

@@ -4,7 +4,7 @@ use edge_api::{Link, LinkPage};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::error::{AppError, AppResult};
+use crate::http::error::{AppError, AppResult};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -3,7 +3,7 @@
 use edge_api::audit::op;
 
 use crate::{
-    auth,
+    domain::auth,
     state::AppState,
     store::{AuditEvent, Customer, NewCustomer, NewUser, Store, StoreError, Target},
 };
@@ -121,7 +121,7 @@ pub async fn register_identity_source(
 /// without the first one's administrator. Returns the customer, the property and the new version.
 pub async fn release_host(
     store: &dyn Store,
-    fleet: &dyn crate::fleet::Fleet,
+    fleet: &dyn crate::domain::fleet::Fleet,
     now_ms: i64,
     pattern: &str,
 ) -> anyhow::Result<(Customer, String, u64)> {
@@ -138,19 +138,19 @@ pub async fn release_host(
     let version = property.version + 1;
     let record = crate::store::ConfigVersionRecord {
         version,
-        etag: crate::config::etag(version, &json),
+        etag: crate::domain::property_config::etag(version, &json),
         config: json,
         author: "system".into(),
         created_ms: now_ms,
         comment: format!("Host pattern {pattern} released by the operator"),
     };
     let uri = format!("{}/properties/{}/config", edge_api::paths::base(&customer.name), property.name);
-    let task = crate::tasks::new_task_on(
+    let task = crate::domain::tasks::new_task_on(
         fleet,
         now_ms,
         customer.id,
         "system",
-        crate::tasks::CONFIG_DEPLOY,
+        crate::domain::tasks::CONFIG_DEPLOY,
         &property.name,
         &uri,
     );

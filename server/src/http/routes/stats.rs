@@ -22,10 +22,14 @@ use utoipa::openapi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    access::{Allowed, perm},
-    auth::Caller,
-    error::{AppError, AppResult},
-    extract,
+    domain::{
+        access::{Allowed, perm},
+        auth::Caller,
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract,
+    },
     state::AppState,
     stats::{Answer, Cell, IngestError, QueryError, ingest},
 };

@@ -6,10 +6,12 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::is_email;
 use crate::{
-    access::{Allowed, AllowedElseNotFound, perm},
     clock::iso_ms,
-    error::{AppError, AppResult},
-    extract::Json,
+    domain::access::{Allowed, AllowedElseNotFound, perm},
+    http::{
+        error::{AppError, AppResult},
+        extract::Json,
+    },
     state::AppState,
     store::{AccountChange, AuditEvent, Customer, Target},
 };

@@ -18,10 +18,14 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    access::{Allowed, SelfOr, perm},
-    admin,
-    error::{AppError, AppResult},
-    extract::{Json, Query},
+    domain::{
+        access::{Allowed, SelfOr, perm},
+        admin,
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::{Json, Query},
+    },
     state::AppState,
     store::{self, AuditEvent, Customer, NewUser, StoreError, Target, UserRecord, UserUpdate},
 };

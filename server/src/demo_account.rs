@@ -10,15 +10,17 @@ use edge_api::{
 
 pub use crate::stats::demo::Volume;
 use crate::{
-    admin::local_user,
     clock::iso_ms,
-    config::{Stamp, etag, stamp_new},
+    domain::{
+        admin::local_user,
+        property_config::{Stamp, etag, stamp_new},
+        tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, new_task_for},
+    },
     state::AppState,
     store::{
         AuditEvent, ConfigVersionRecord, Customer, EntryRecord, NetworkListRecord, NewCustomer, StoreError, Target,
         UserRecord,
     },
-    tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, new_task_for},
 };
 
 pub const CUSTOMER: &str = "demo";
@@ -317,7 +319,7 @@ async fn seed_properties(state: &AppState, customer: &Customer, admin: &UserReco
         let audit =
             AuditEvent::system(customer.id, record.created_ms, op::PROPERTY_CREATE, Target::property(&config.name))
                 .detail("to_version", 1);
-        let nodes = crate::config::new_readonly_parts(None, &config);
+        let nodes = crate::domain::property_config::new_readonly_parts(None, &config);
         state.store.create_property(customer.id, &config.name, &record, &nodes, &task, &audit).await?;
     }
     Ok(())

@@ -12,10 +12,14 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user, is_email};
 use crate::{
-    access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
-    auth::{self, PathCustomer},
-    error::{AppError, AppResult},
-    extract::Json,
+    domain::{
+        access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
+        auth::{self, PathCustomer},
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::Json,
+    },
     state::AppState,
     store::{Actor, AuditEvent, Customer, PasswordReset, Target, UserRecord},
 };

@@ -9,12 +9,16 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    access::{Allowed, perm},
-    error::{AppError, AppResult},
-    extract::Query,
+    domain::{
+        access::{Allowed, perm},
+        tasks::task_body,
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::Query,
+    },
     state::AppState,
     store::{TaskFilter, TaskStatus},
-    tasks::task_body,
 };
 
 pub fn router() -> OpenApiRouter<AppState> {

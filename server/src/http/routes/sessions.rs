@@ -12,11 +12,15 @@ use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    access::Authed,
-    auth::{self, Caller, PasswordLogin, PathCustomer},
     clock::iso_ms,
-    error::{AppError, AppResult},
-    extract::Json,
+    domain::{
+        access::Authed,
+        auth::{self, Caller, PasswordLogin, PathCustomer},
+    },
+    http::{
+        error::{AppError, AppResult},
+        extract::Json,
+    },
     state::AppState,
     store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
 };
@@ -69,13 +73,13 @@ fn session_body(customer: &Customer, session_id: &str, s: &SessionRecord) -> Ses
 
 /// True when the client reached us over TLS (directly or through a proxy that says so).
 fn set_cookie(session_id: &str, headers: &HeaderMap) -> HeaderValue {
-    let secure = if crate::web::over_tls(headers) { "; Secure" } else { "" };
+    let secure = if crate::http::web::over_tls(headers) { "; Secure" } else { "" };
     let value = format!("{}={session_id}; Path=/; HttpOnly; SameSite=Strict{secure}", paths::SESSION_COOKIE);
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
-    let secure = if crate::web::over_tls(headers) { "; Secure" } else { "" };
+    let secure = if crate::http::web::over_tls(headers) { "; Secure" } else { "" };
     let value = format!("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}", paths::SESSION_COOKIE);
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
