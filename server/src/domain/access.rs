@@ -1,21 +1,12 @@
-//! Who may do what: the role permission matrix and the access rules of every operation, checked in one place
-//! by the extractors below. A handler names its rule in its signature (`Allowed<perm::ManageUsers>`,
-//! `SelfOr<perm::ReadUsers>`, `OwnWithPassword`, `OwnLocal`, `Authed`, …) and receives the [`Caller`] only when
-//! the rule holds.
+//! Who may do what: the access rules of every operation, decided in one place ([`authorize`]). The permission
+//! matrix is edge-api's (`Role::allows`); a handler names its rule in its signature through the extractors of
+//! `http::caller`.
 
-use std::marker::PhantomData;
-
-use axum::{
-    extract::{FromRequestParts, RawPathParams},
-    http::request::Parts,
-};
-
-pub use edge_api::access::{Permission, perm};
+use edge_api::Permission;
 
 use crate::{
     domain::auth::{self, Caller},
     http::error::{AppError, AppResult},
-    state::AppState,
     store::UserRecord,
 };
 
@@ -87,77 +78,3 @@ pub fn authorize(
         Rule::Own { .. } => Ok(()),
     }
 }
-
-/// The `{user_id}` of the request's path, if the route has one.
-async fn target_user_id(parts: &mut Parts, state: &AppState) -> Option<String> {
-    let params = RawPathParams::from_request_parts(parts, state).await.ok()?;
-    params.iter().find(|(k, _)| *k == "user_id").map(|(_, v)| v.to_string())
-}
-
-async fn check(parts: &mut Parts, state: &AppState, rule: Rule) -> AppResult<Caller> {
-    let caller = Caller::from_request_parts(parts, state).await?;
-    let target_id = target_user_id(parts, state).await;
-    // The rules about a user's own resources depend on that user, which must exist. The other rules need only
-    // the id (is it the caller?), and handlers answer 404 after the rule has passed.
-    let target = match (&target_id, rule) {
-        (Some(id), Rule::Own { .. }) => {
-            Some(state.store.user_by_id(caller.customer.id, id).await?.ok_or(AppError::NotFound("user"))?)
-        }
-        _ => None,
-    };
-    let changes = !matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD);
-    authorize(&caller, rule, changes, target_id.as_deref(), target.as_ref())?;
-    Ok(caller)
-}
-
-macro_rules! rule_extractor {
-    ($(#[$doc:meta])* $name:ident $(<$p:ident>)?, $rule:expr) => {
-        $(#[$doc])*
-        pub struct $name$(<$p>)?(pub Caller $(, pub PhantomData<$p>)?);
-
-        impl$(<$p: perm::Perm>)? FromRequestParts<AppState> for $name$(<$p>)? {
-            type Rejection = AppError;
-
-            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-                let caller = check(parts, state, $rule).await?;
-                Ok($name(caller $(, PhantomData::<$p>)?))
-            }
-        }
-    };
-}
-
-rule_extractor!(
-    /// Any authenticated caller.
-    Authed,
-    Rule::Authenticated
-);
-rule_extractor!(
-    /// A caller whose role has permission `P`.
-    Allowed<P>,
-    Rule::Role(P::PERMISSION)
-);
-rule_extractor!(
-    /// A caller whose role has permission `P`; 404 for anyone else.
-    AllowedElseNotFound<P>,
-    Rule::RoleElseNotFound(P::PERMISSION)
-);
-rule_extractor!(
-    /// The caller is the path's `{user_id}`, or has permission `P`.
-    SelfOr<P>,
-    Rule::SelfOr(P::PERMISSION)
-);
-rule_extractor!(
-    /// The path's `{user_id}` is the caller, who sent their password with this request.
-    OwnWithPassword,
-    Rule::Own { password: true, local_only: false }
-);
-rule_extractor!(
-    /// The path's `{user_id}` is the caller, a local user.
-    OwnLocal,
-    Rule::Own { password: false, local_only: true }
-);
-rule_extractor!(
-    /// The path's `{user_id}` is the caller, a local user who sent their password with this request.
-    OwnLocalWithPassword,
-    Rule::Own { password: true, local_only: true }
-);

@@ -1,18 +1,11 @@
-//! Who is calling: credentials (HTTP Basic or the `authtoken` session cookie) resolved to a user of the
-//! customer named in the path, roles, and the session rules (30 minutes idle, one day at most).
+//! Who is calling, once known: the caller of a request, password logins under brute-force protection and the
+//! second factor, and the session rules (30 minutes idle, one day at most). Reading the credentials off a request
+//! is the HTTP layer's (`http::caller`).
 
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 
-use axum::{
-    extract::{ConnectInfo, FromRequestParts, RawPathParams},
-    http::{HeaderMap, header, request::Parts},
-};
 use base64::Engine;
-use edge_api::{
-    Role,
-    audit::op,
-    limits::{MAX_PASSWORD_BYTES, MAX_USERNAME_BYTES},
-};
+use edge_api::{Role, audit::op};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
@@ -31,8 +24,10 @@ pub use crate::domain::hashing::hash_password;
 
 /// A session dies after this long without a request.
 pub const SESSION_IDLE_MS: i64 = 30 * 60 * 1000;
+
 /// A session dies this long after its creation, used or not.
 pub const SESSION_MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
+
 /// Requests refresh a session's last-access time in storage at most this often; PUT keep-alives always do.
 const TOUCH_EVERY_MS: i64 = 15 * 1000;
 
@@ -61,42 +56,6 @@ impl AuditEvent {
     }
 }
 
-/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header; 400
-/// `credentials_too_long` beyond the limits.
-pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
-    let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
-    let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
-    let value = value.to_str().map_err(|_| malformed())?;
-    let Some((scheme, encoded)) = value.split_once(' ') else { return Err(malformed()) };
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(malformed());
-    }
-    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
-    let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
-    let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
-    // Before anything counts, checks or records the attempt: an oversized name would be a throttle key and an
-    // audit record, an oversized password work for the hash.
-    if user.len() > MAX_USERNAME_BYTES || password.len() > MAX_PASSWORD_BYTES {
-        return Err(AppError::bad_request(
-            "credentials_too_long",
-            format!("A username has at most {MAX_USERNAME_BYTES} bytes and a password at most {MAX_PASSWORD_BYTES}."),
-        ));
-    }
-    Ok(Some((user.to_string(), password.to_string())))
-}
-
-/// The value of the `authtoken` cookie, if the request carries one.
-pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == edge_api::paths::SESSION_COOKIE)
-        .map(|(_, value)| value.to_string())
-}
-
 /// A new session id: 192 bits from the operating system's random generator, URL-safe.
 pub fn new_session_id() -> String {
     let mut bytes = [0u8; 24];
@@ -116,30 +75,6 @@ pub fn session_expiry_ms(s: &SessionRecord) -> i64 {
 
 fn invalid_credentials() -> AppError {
     AppError::Unauthorized { kind: "invalid_credentials", message: "The username or password is wrong.".into() }
-}
-
-/// The client's address: the TCP peer, or behind a trusted proxy the address it forwards (see
-/// [`crate::domain::net::TrustedProxies`]); the unspecified address when unknown (tests through the router).
-pub fn client_addr(parts: &Parts, state: &AppState) -> IpAddr {
-    let peer = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| addr.ip())
-        .unwrap_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED));
-    state.settings.trusted_proxies.client_addr(peer, &parts.headers)
-}
-
-/// The customer named by the path: its name as written, and the customer when it exists.
-async fn path_customer(parts: &mut Parts, state: &AppState) -> AppResult<(String, Option<Customer>)> {
-    let name = path_customer_name(parts, state).await?;
-    let customer = state.store.customer_by_name(&name).await?;
-    Ok((name, customer))
-}
-
-/// The customer name in the path, as written.
-async fn path_customer_name(parts: &mut Parts, state: &AppState) -> AppResult<String> {
-    let params = RawPathParams::from_request_parts(parts, state).await.map_err(|_| AppError::NotFound("customer"))?;
-    Ok(params.iter().find(|(k, _)| *k == "customer").map(|(_, v)| v.to_string()).unwrap_or_default())
 }
 
 /// A login attempt with a username and password, from `addr`, under the customer named `customer_name`.
@@ -385,105 +320,6 @@ pub async fn touch_session(state: &AppState, session: &mut SessionRecord, force:
     Ok(())
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        if let Some(cached) = parts.extensions.get::<Caller>() {
-            return Ok(cached.clone());
-        }
-        let addr = client_addr(parts, state);
-        let caller = if let Some((username, password)) = basic_credentials(&parts.headers)? {
-            let (customer_name, customer) = path_customer(parts, state).await?;
-            let token = parts.headers.get(edge_api::paths::OTP_HEADER).and_then(|v| v.to_str().ok());
-            let login = PasswordLogin {
-                customer_name: &customer_name,
-                customer: customer.as_ref(),
-                username: &username,
-                password: &password,
-                addr,
-                token,
-            };
-            let (customer, user) = login.check(state).await?;
-            let complete = login.finish(state, &user, false).await?;
-            let role = role_of(&user)?;
-            Caller { customer, user, role, session: None, addr, password_only: !complete }
-        } else if let Some(session_id) = session_cookie(&parts.headers) {
-            let customer_name = path_customer_name(parts, state).await?;
-            let invalid = || AppError::Unauthorized {
-                kind: "session_invalid",
-                message: "The session has expired or was ended; log in again.".into(),
-            };
-            let (mut session, customer, user) = live_session(state, &session_id).await?.ok_or_else(invalid)?;
-            // A session of another customer: answer as if nothing existed at this address.
-            if customer.name != customer_name {
-                return Err(AppError::NotFound("resource"));
-            }
-            if !user.enabled {
-                return Err(invalid());
-            }
-            check_same_origin(parts)?;
-            touch_session(state, &mut session, false).await?;
-            let role = role_of(&user)?;
-            Caller { customer, user, role, session: Some(session), addr, password_only: false }
-        } else {
-            return Err(AppError::Unauthorized {
-                kind: "unauthorized",
-                message: "Authentication is required: HTTP Basic credentials or a session cookie.".into(),
-            });
-        };
-        parts.extensions.insert(caller.clone());
-        Ok(caller)
-    }
-}
-
-/// Refuses a request that changes something with the session cookie from another site (cross-site request
-/// forgery): its `Origin` must be this server's (the `Host` it was sent to), or, without an `Origin`, the
-/// browser must not mark it `Sec-Fetch-Site: cross-site`. The cookie is also `SameSite=Strict`.
-fn check_same_origin(parts: &Parts) -> AppResult<()> {
-    if matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS) {
-        return Ok(());
-    }
-    let refuse =
-        || AppError::Forbidden("Requests that change something must come from the console's own origin.".into());
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| parts.uri.authority().map(|a| a.as_str()));
-    match parts.headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
-        Some(origin) => {
-            let origin_host = origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'));
-            if origin_host.is_none() || origin_host != host {
-                return Err(refuse());
-            }
-        }
-        None => {
-            if parts.headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
-                return Err(refuse());
-            }
-        }
-    }
-    Ok(())
-}
-
-fn role_of(user: &UserRecord) -> AppResult<Role> {
+pub fn role_of(user: &UserRecord) -> AppResult<Role> {
     Role::parse(&user.role).ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", user.id, user.role).into())
-}
-
-/// The customer named by the `{customer}` path segment (its name, and the customer when it exists), and the
-/// client's address. Used where the caller is not authenticated yet (creating a session).
-pub struct PathCustomer {
-    pub name: String,
-    pub customer: Option<Customer>,
-    pub addr: IpAddr,
-}
-
-impl FromRequestParts<AppState> for PathCustomer {
-    type Rejection = AppError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let (name, customer) = path_customer(parts, state).await?;
-        Ok(PathCustomer { name, customer, addr: client_addr(parts, state) })
-    }
 }

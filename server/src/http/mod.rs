@@ -2,6 +2,7 @@
 //! the layers around the API, and the handlers of each resource (`routes/`), which parse, authorize, call the
 //! domain and the store, and answer.
 
+pub mod caller;
 pub mod error;
 pub mod extract;
 pub mod routes;

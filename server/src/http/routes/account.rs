@@ -1,14 +1,14 @@
 //! The customer account and its features.
 
 use axum::extract::State;
-use edge_api::{Account, AccountUpdate, ErrorBody, Feature, audit::op, paths};
+use edge_api::{Account, AccountUpdate, ErrorBody, Feature, audit::op, paths, perm};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::is_email;
 use crate::{
     clock::iso_ms,
-    domain::access::{Allowed, AllowedElseNotFound, perm},
     http::{
+        caller::{Allowed, AllowedElseNotFound},
         error::{AppError, AppResult},
         extract::Json,
     },

@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use edge_api::{
-    AuditActor, AuditPage, AuditRecord, AuditTarget, ErrorBody, OUTCOME_FAILURE, OUTCOME_SUCCESS, PageInfo, paths,
+    AuditActor, AuditPage, AuditRecord, AuditTarget, ErrorBody, OUTCOME_FAILURE, OUTCOME_SUCCESS, PageInfo, paths, perm,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -11,8 +11,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use super::{paging::PageQuery, tasks::time_param, users::url_encode};
 use crate::{
     clock::iso_ms,
-    domain::access::{Allowed, perm},
-    http::{error::AppResult, extract::Query},
+    http::{caller::Allowed, error::AppResult, extract::Query},
     state::AppState,
     store::{Actor, AuditEntry, AuditFilter, Customer},
 };

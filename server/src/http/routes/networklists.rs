@@ -10,7 +10,7 @@ use edge_api::{
     NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, PageInfo, Task,
     audit::op,
     limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, over_chars},
-    normalize_entry, paths,
+    normalize_entry, paths, perm,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -18,11 +18,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     domain::{
-        access::{Allowed, perm},
         auth::Caller,
         tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
     },
     http::{
+        caller::Allowed,
         error::{AppError, AppResult},
         extract::{Json, Query},
     },

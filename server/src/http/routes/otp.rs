@@ -2,16 +2,14 @@
 //! administrator).
 
 use axum::extract::{Path, State};
-use edge_api::{ErrorBody, OtpPairing, OtpSeed, OtpSettings, audit::op, paths};
+use edge_api::{ErrorBody, OtpPairing, OtpSeed, OtpSettings, audit::op, paths, perm};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user};
 use crate::{
-    domain::{
-        access::{Allowed, OwnWithPassword, perm},
-        otp,
-    },
+    domain::otp,
     http::{
+        caller::{Allowed, OwnWithPassword},
         error::{AppError, AppResult},
         extract::Json,
     },

@@ -5,18 +5,16 @@ use axum::{
     extract::{Path, State},
     http::{HeaderMap, StatusCode},
 };
-use edge_api::{ErrorBody, Password, PasswordResetCompletion, audit::op, check_password_policy, paths};
+use edge_api::{ErrorBody, Password, PasswordResetCompletion, audit::op, check_password_policy, paths, perm};
 use rand::RngCore;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::users::{UserPath, find_user, is_email};
 use crate::{
-    domain::{
-        access::{Allowed, OwnLocal, OwnLocalWithPassword, perm},
-        auth::{self, PathCustomer},
-    },
+    domain::auth,
     http::{
+        caller::{Allowed, OwnLocal, OwnLocalWithPassword, PathCustomer, session_cookie},
         error::{AppError, AppResult},
         extract::Json,
     },
@@ -92,7 +90,7 @@ async fn put_password(
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
     policy(&user, &body.password)?;
     let hash = state.passwords.hash(&body.password).await?;
-    let keep = auth::session_cookie(&headers).map(|id| auth::token_hash(&id));
+    let keep = session_cookie(&headers).map(|id| auth::token_hash(&id));
     let audit = AuditEvent::by(&caller, state.clock.now_ms(), op::PASSWORD_CHANGE, Target::user(&user));
     state.store.set_password(caller.customer.id, &user.id, &hash, keep.as_deref(), &audit).await?;
     Ok(axum::Json(password_body(&caller.customer, &user.id)))

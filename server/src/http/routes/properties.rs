@@ -16,7 +16,7 @@ use edge_api::{
         ReadOnly, UpdatePropertyModel, diff, is_valid_property_name,
     },
     limits::{MAX_COMMENT_CHARS, over_chars},
-    paths,
+    paths, perm,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -25,7 +25,6 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     clock::iso_ms,
     domain::{
-        access::{Allowed, perm},
         auth::Caller,
         property_config::{
             Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, public_suffix_problems, stamp_new,
@@ -34,6 +33,7 @@ use crate::{
         tasks::{CONFIG_DEPLOY, new_task},
     },
     http::{
+        caller::Allowed,
         error::{AppError, AppResult},
         extract::{Json, Query},
     },

@@ -10,19 +10,18 @@ use axum::{
 };
 use edge_api::{
     PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
-    TransactionStatus, TransactionSummary, audit::op, paths, uri_problems,
+    TransactionStatus, TransactionSummary, audit::op, paths, perm, uri_problems,
 };
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     domain::{
-        access::{Allowed, perm},
         auth::Caller,
         fleet,
         tasks::{PURGE, new_task},
     },
-    http::error::AppError,
+    http::{caller::Allowed, error::AppError},
     state::AppState,
     store::{AuditEvent, PurgeRecord, Target, TaskRecord},
 };

@@ -4,14 +4,14 @@ use axum::{
     Json,
     extract::{Path, State},
 };
-use edge_api::{ErrorBody, IdentitySource, Link, LinkPage, Role, RoleBody, paths};
+use edge_api::{ErrorBody, IdentitySource, Link, LinkPage, Role, RoleBody, paths, perm};
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    domain::access::{Allowed, perm},
     http::{
+        caller::Allowed,
         error::{AppError, AppResult},
         extract::Query,
     },

@@ -13,11 +13,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     clock::iso_ms,
-    domain::{
-        access::Authed,
-        auth::{self, Caller, PasswordLogin, PathCustomer},
-    },
+    domain::auth::{self, Caller, PasswordLogin},
     http::{
+        caller::{Authed, PathCustomer, basic_credentials, session_cookie},
         error::{AppError, AppResult},
         extract::Json,
     },
@@ -123,7 +121,7 @@ async fn end_session(state: &AppState, caller: &Caller, session: &SessionRecord,
     security(("basic" = []))
 )]
 async fn create_session(State(state): State<AppState>, path: PathCustomer, headers: HeaderMap) -> AppResult<Response> {
-    let Some((username, password)) = auth::basic_credentials(&headers)? else {
+    let Some((username, password)) = basic_credentials(&headers)? else {
         return Err(AppError::unauthorized("Creating a session needs HTTP Basic credentials."));
     };
     let login = PasswordLogin {
@@ -213,7 +211,7 @@ async fn delete_own_session(
     let session = sessions.iter().find(|s| session_ref(s) == p.reference).ok_or(AppError::NotFound("session"))?;
     end_session(&state, &caller, session, &caller.user.username).await?;
     let current = caller.session.as_ref().is_some_and(|s| s.token_hash == session.token_hash);
-    if current && auth::session_cookie(&headers).is_some() {
+    if current && session_cookie(&headers).is_some() {
         return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
     }
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -245,7 +243,7 @@ fn current(caller: Result<Caller, AppError>, headers: &HeaderMap) -> AppResult<(
         AppError::Unavailable { .. } | AppError::Internal(_) => e,
         _ => AppError::NotFound("session"),
     })?;
-    match (&caller.session, auth::session_cookie(headers)) {
+    match (&caller.session, session_cookie(headers)) {
         (Some(_), Some(id)) => Ok((caller, id)),
         _ => Err(AppError::NotFound("session")),
     }
@@ -363,7 +361,7 @@ async fn delete_session(
 ) -> AppResult<Response> {
     let (session, user) = visible_session(&state, &caller, &p.session_id).await?;
     end_session(&state, &caller, &session, &user.username).await?;
-    if auth::session_cookie(&headers).as_deref() == Some(p.session_id.as_str()) {
+    if session_cookie(&headers).as_deref() == Some(p.session_id.as_str()) {
         return Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, clear_cookie(&headers))]).into_response());
     }
     Ok(StatusCode::NO_CONTENT.into_response())

@@ -11,7 +11,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use edge_api::{
-    ErrorBody,
+    ErrorBody, perm,
     stats::{
         self, Dimension, DimensionList, Family, Granularity, GroupingList, IngestResult, MetricList, Query, RawQuery,
         StatsResponse, format_time, validate, write_time,
@@ -22,11 +22,9 @@ use utoipa::openapi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    domain::{
-        access::{Allowed, perm},
-        auth::Caller,
-    },
+    domain::auth::Caller,
     http::{
+        caller::Allowed,
         error::{AppError, AppResult},
         extract,
     },

@@ -2,18 +2,16 @@
 
 use axum::extract::{Path, State};
 use chrono::{DateTime, NaiveDateTime};
-use edge_api::{ErrorBody, PageInfo, TASK_STATUSES, Task, TaskPage, paths};
+use edge_api::{ErrorBody, PageInfo, TASK_STATUSES, Task, TaskPage, paths, perm};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    domain::{
-        access::{Allowed, perm},
-        tasks::task_body,
-    },
+    domain::tasks::task_body,
     http::{
+        caller::Allowed,
         error::{AppError, AppResult},
         extract::Query,
     },

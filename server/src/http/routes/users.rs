@@ -10,7 +10,7 @@ use edge_api::{
     ErrorBody, Link, Role, User, UserInput, UserPage,
     audit::op,
     limits::{MAX_NAME_CHARS, MAX_PHONE_CHARS, over_chars},
-    paths,
+    paths, perm,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -18,11 +18,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::paging::PageQuery;
 use crate::{
-    domain::{
-        access::{Allowed, SelfOr, perm},
-        admin,
-    },
+    domain::admin,
     http::{
+        caller::{Allowed, SelfOr},
         error::{AppError, AppResult},
         extract::{Json, Query},
     },
