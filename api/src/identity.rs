@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::paging::Paged;
+
 /// A reference to another resource: `{id, uri}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -95,6 +97,21 @@ pub struct LinkPage {
     pub items: Vec<Link>,
 }
 
+/// Blank, not null, at the ends: the shape the API has always given these two collections.
+impl From<Paged<Link>> for LinkPage {
+    fn from(p: Paged<Link>) -> Self {
+        LinkPage {
+            total: p.total,
+            page_index: p.page_index,
+            has_more: p.has_more,
+            next_uri: p.next_uri.unwrap_or_default(),
+            prev_uri: p.prev_uri.unwrap_or_default(),
+            uri: p.uri,
+            items: p.items,
+        }
+    }
+}
+
 /// A user of the customer account. For a remote identity source only the role association is held, and the
 /// detail fields are empty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +173,12 @@ pub struct UserPage {
     pub total: u64,
     #[serde(default)]
     pub page_index: u64,
+}
+
+impl From<Paged<User>> for UserPage {
+    fn from(p: Paged<User>) -> Self {
+        UserPage { has_more: p.has_more, uri: p.uri, items: p.items, total: p.total, page_index: p.page_index }
+    }
 }
 
 /// Two-factor settings of a user.

@@ -25,6 +25,6 @@ pub use audit::*;
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::*;
 pub use networklists::*;
-pub use paging::PageInfo;
+pub use paging::{PageInfo, Paged};
 pub use purge::*;
 pub use tasks::*;

@@ -5,5 +5,6 @@
 pub mod caller;
 pub mod error;
 pub mod extract;
+pub mod paging;
 pub mod routes;
 pub mod web;

@@ -2,16 +2,21 @@
 
 use axum::extract::State;
 use edge_api::{
-    AuditActor, AuditPage, AuditRecord, AuditTarget, ErrorBody, OUTCOME_FAILURE, OUTCOME_SUCCESS, PageInfo, paths, perm,
+    AuditActor, AuditPage, AuditRecord, AuditTarget, ErrorBody, OUTCOME_FAILURE, OUTCOME_SUCCESS, paths, perm,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{paging::PageQuery, tasks::time_param, users::url_encode};
+use super::tasks::time_param;
 use crate::{
     clock::iso_ms,
-    http::{caller::Allowed, error::AppResult, extract::Query},
+    http::{
+        caller::Allowed,
+        error::AppResult,
+        extract::Query,
+        paging::{DEFAULT_COUNT, Page, filters},
+    },
     state::AppState,
     store::{Actor, AuditEntry, AuditFilter, Customer},
 };
@@ -100,7 +105,7 @@ async fn list_audit(
     Allowed(caller, _): Allowed<perm::ReadAudit>,
     Query(q): Query<AuditQuery>,
 ) -> AppResult<axum::Json<AuditPage>> {
-    let page = PageQuery { page: q.page, count: q.count }.resolve()?;
+    let page = Page::of(q.page, q.count, DEFAULT_COUNT)?;
     let text = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
     let (target_type, target_id) = match text(&q.target) {
         Some(t) => match t.split_once(':') {
@@ -117,26 +122,15 @@ async fn list_audit(
         target_type,
         target_id,
     };
-    let info = PageInfo { page: page.page, count: page.count, total: 0 };
-    let (entries, total) = state.store.audit_records(caller.customer.id, &filter, info.offset(), page.count).await?;
-    let info = PageInfo { total, ..info };
-    let mut query = String::new();
-    for (k, v) in
-        [("from", &q.from), ("to", &q.to), ("actor", &q.actor), ("operation", &q.operation), ("target", &q.target)]
-    {
-        if let Some(v) = v {
-            query.push_str(&format!("&{k}={}", url_encode(v)));
-        }
-    }
-    let uri = |p: u64| format!("{}/audit?page={p}&count={}{query}", paths::base(&caller.customer.name), page.count);
-    Ok(axum::Json(AuditPage {
-        uri: uri(page.page),
-        items: entries.into_iter().map(|e| record_body(&caller.customer, e)).collect(),
-        total,
-        has_more: info.has_more(),
-        page_count: info.page_count(),
-        page_index: page.page,
-        prev_uri: (page.page > 1).then(|| uri(page.page - 1)),
-        next_uri: info.has_more().then(|| uri(page.page + 1)),
-    }))
+    let (entries, total) = state.store.audit_records(caller.customer.id, &filter, page.offset(), page.count).await?;
+    let items = entries.into_iter().map(|e| record_body(&caller.customer, e)).collect();
+    let sent = filters(&[
+        ("from", q.from.as_deref()),
+        ("to", q.to.as_deref()),
+        ("actor", q.actor.as_deref()),
+        ("operation", q.operation.as_deref()),
+        ("target", q.target.as_deref()),
+    ]);
+    let path = format!("{}/audit", paths::base(&caller.customer.name));
+    Ok(axum::Json(page.paged(&path, &sent, items, total).into()))
 }

@@ -5,7 +5,6 @@ mod account;
 mod audit;
 mod networklists;
 mod otp;
-mod paging;
 mod passwords;
 mod properties;
 pub mod purge;
@@ -137,7 +136,9 @@ fn tighten_parameters(path: &str, op: &mut openapi::path::Operation) {
     for param in op.parameters.iter_mut().flatten() {
         match (param.parameter_in.clone(), param.name.as_str()) {
             (ParameterIn::Query, "page") => param.schema = Some(integer(1, None).into()),
-            (ParameterIn::Query, "count") => param.schema = Some(integer(1, Some(paging::MAX_COUNT)).into()),
+            (ParameterIn::Query, "count") => {
+                param.schema = Some(integer(1, Some(crate::http::paging::MAX_COUNT)).into())
+            }
             // An entity tag as GET gave it; `*` and an empty value are answered 428.
             (ParameterIn::Header, "If-Match") => {
                 param.schema = Some(

@@ -7,7 +7,7 @@ use axum::{
 };
 use edge_api::{
     AddEntriesResult, EntryInput, EntryPage, EntryRef, ErrorBody, MAX_ENTRIES_PER_CALL, MAX_ENTRIES_PER_LIST,
-    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, PageInfo, Task,
+    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, Task,
     audit::op,
     limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, over_chars},
     normalize_entry, paths, perm,
@@ -25,6 +25,7 @@ use crate::{
         caller::Allowed,
         error::{AppError, AppResult},
         extract::{Json, Query},
+        paging::{DEFAULT_COUNT, Page, filters},
     },
     state::AppState,
     store::{self, AuditEvent, Customer, EntryRecord, NetworkListRecord, Target},
@@ -153,17 +154,6 @@ struct ListQuery {
     deprecated: Option<bool>,
 }
 
-fn page_of(page: Option<u64>, count: Option<u64>, default_count: u64) -> AppResult<(u64, u64)> {
-    let (page, count) = (page.unwrap_or(1), count.unwrap_or(default_count));
-    if page == 0 {
-        return Err(AppError::invalid_parameter("page starts at 1."));
-    }
-    if count == 0 || count > 1000 {
-        return Err(AppError::invalid_parameter("count must be between 1 and 1000."));
-    }
-    Ok((page, count))
-}
-
 /// The customer's network lists, by name, a page at a time (without their entries).
 #[utoipa::path(
     get, path = "/config/networklists", tag = "network lists",
@@ -180,36 +170,21 @@ async fn list_lists(
     Allowed(caller, _): Allowed<perm::ReadLists>,
     Query(q): Query<ListQuery>,
 ) -> AppResult<axum::Json<NetworkListPage>> {
-    let (page, count) = page_of(q.page, q.count, 10)?;
+    let page = Page::of(q.page, q.count, 10)?;
     if let Some(t) = q.list_type.as_deref()
         && !["IP", "GEO"].contains(&t)
     {
         return Err(AppError::invalid_parameter(format!("type: {t:?} is not IP or GEO.")));
     }
     let deprecated = q.deprecated.unwrap_or(false);
-    let info = PageInfo { page, count, total: 0 };
-    let (lists, total) =
-        state.store.network_lists(caller.customer.id, q.list_type.as_deref(), deprecated, info.offset(), count).await?;
-    let info = PageInfo { total, ..info };
-    let mut filters = String::new();
-    if let Some(t) = &q.list_type {
-        filters.push_str(&format!("&type={t}"));
-    }
-    if deprecated {
-        filters.push_str("&deprecated=true");
-    }
-    let uri =
-        |p: u64| format!("{}/config/networklists?page={p}&count={count}{filters}", paths::base(&caller.customer.name));
-    Ok(axum::Json(NetworkListPage {
-        uri: uri(page),
-        items: lists.iter().map(|l| list_body(&caller.customer, l, None)).collect(),
-        total,
-        has_more: info.has_more(),
-        page_count: info.page_count(),
-        page_index: page,
-        prev_uri: (page > 1).then(|| uri(page - 1)),
-        next_uri: info.has_more().then(|| uri(page + 1)),
-    }))
+    let (lists, total) = state
+        .store
+        .network_lists(caller.customer.id, q.list_type.as_deref(), deprecated, page.offset(), page.count)
+        .await?;
+    let items = lists.iter().map(|l| list_body(&caller.customer, l, None)).collect();
+    let sent = filters(&[("type", q.list_type.as_deref()), ("deprecated", deprecated.then_some("true"))]);
+    let path = format!("{}/config/networklists", paths::base(&caller.customer.name));
+    Ok(axum::Json(page.paged(&path, &sent, items, total).into()))
 }
 
 /// Create a network list, optionally with its first entries.
@@ -488,34 +463,22 @@ async fn list_entries(
     Path(p): Path<ListPath>,
     Query(q): Query<EntryQuery>,
 ) -> AppResult<axum::Json<EntryPage>> {
-    let (page, count) = page_of(q.page, q.count, 100)?;
+    let page = Page::of(q.page, q.count, DEFAULT_COUNT)?;
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
-    let info = PageInfo { page, count, total: 0 };
     let search = q.q.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    let (entries, total) = state.store.entries(&list.id, search, info.offset(), count).await?;
-    let info = PageInfo { total, ..info };
+    let (entries, total) = state.store.entries(&list.id, search, page.offset(), page.count).await?;
     let base = list_uri(&caller.customer, &list.id);
-    let filter = search.map(|s| format!("&q={}", super::users::url_encode(s))).unwrap_or_default();
-    let uri = |p: u64| format!("{base}/entries?page={p}&count={count}{filter}");
-    Ok(axum::Json(EntryPage {
-        uri: uri(page),
-        items: entries
-            .into_iter()
-            .map(|e| NetworkListEntry {
-                uri: format!("{base}/entries/{}", e.id),
-                id: e.id,
-                entry: e.value,
-                added_by: e.added_by,
-                creation_timestamp: timestamp(e.created_ms),
-            })
-            .collect(),
-        total,
-        has_more: info.has_more(),
-        page_count: info.page_count(),
-        page_index: page,
-        prev_uri: (page > 1).then(|| uri(page - 1)),
-        next_uri: info.has_more().then(|| uri(page + 1)),
-    }))
+    let items = entries
+        .into_iter()
+        .map(|e| NetworkListEntry {
+            uri: format!("{base}/entries/{}", e.id),
+            id: e.id,
+            entry: e.value,
+            added_by: e.added_by,
+            creation_timestamp: timestamp(e.created_ms),
+        })
+        .collect();
+    Ok(axum::Json(page.paged(&format!("{base}/entries"), &filters(&[("q", search)]), items, total).into()))
 }
 
 #[derive(Deserialize)]

@@ -8,12 +8,12 @@ use edge_api::{ErrorBody, IdentitySource, Link, LinkPage, Role, RoleBody, paths,
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::paging::PageQuery;
 use crate::{
     http::{
         caller::Allowed,
         error::{AppError, AppResult},
         extract::Query,
+        paging::PageQuery,
     },
     state::AppState,
     store::Customer,
@@ -73,7 +73,7 @@ async fn list_roles(
     let base = paths::base(&caller.customer.name);
     let all =
         Role::ALL.iter().map(|r| Link { id: r.as_str().into(), uri: format!("{base}/roles/{}", r.as_str()) }).collect();
-    Ok(Json(super::paging::link_page(&format!("{base}/roles"), q.resolve()?, all)))
+    Ok(Json(q.resolve()?.of_all(&format!("{base}/roles"), all).into()))
 }
 
 #[utoipa::path(
@@ -116,7 +116,7 @@ async fn list_sources(
     let ids = std::iter::once("local".to_string())
         .chain(state.store.identity_sources(caller.customer.id).await?.into_iter().map(|(id, _)| id));
     let all = ids.map(|id| Link { uri: format!("{base}/idps/{id}"), id }).collect();
-    Ok(Json(super::paging::link_page(&format!("{base}/idps"), q.resolve()?, all)))
+    Ok(Json(q.resolve()?.of_all(&format!("{base}/idps"), all).into()))
 }
 
 #[utoipa::path(

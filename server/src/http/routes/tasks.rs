@@ -2,18 +2,18 @@
 
 use axum::extract::{Path, State};
 use chrono::{DateTime, NaiveDateTime};
-use edge_api::{ErrorBody, PageInfo, TASK_STATUSES, Task, TaskPage, paths, perm};
+use edge_api::{ErrorBody, TASK_STATUSES, Task, TaskPage, paths, perm};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::paging::PageQuery;
 use crate::{
     domain::tasks::task_body,
     http::{
         caller::Allowed,
         error::{AppError, AppResult},
         extract::Query,
+        paging::{DEFAULT_COUNT, Page, filters},
     },
     state::AppState,
     store::{TaskFilter, TaskStatus},
@@ -82,7 +82,7 @@ async fn list_tasks(
     Allowed(caller, _): Allowed<perm::ReadTasks>,
     Query(q): Query<TaskQuery>,
 ) -> AppResult<axum::Json<TaskPage>> {
-    let page = PageQuery { page: q.page, count: q.count }.resolve()?;
+    let page = Page::of(q.page, q.count, DEFAULT_COUNT)?;
     let since = time_param("since", q.since.as_deref())?;
     let status = q
         .status
@@ -95,26 +95,15 @@ async fn list_tasks(
         .transpose()?;
     let now = state.clock.now_ms();
     let filter = TaskFilter { now_ms: now, since_ms: since, status, operation: q.operation.clone() };
-    let info = PageInfo { page: page.page, count: page.count, total: 0 };
-    let (tasks, total) = state.store.tasks(caller.customer.id, &filter, info.offset(), page.count).await?;
-    let info = PageInfo { total, ..info };
-    let mut query = String::new();
-    for (k, v) in [("since", &q.since), ("status", &q.status), ("operation", &q.operation)] {
-        if let Some(v) = v {
-            query.push_str(&format!("&{k}={}", super::users::url_encode(v)));
-        }
-    }
-    let uri = |p: u64| format!("{}/tasks?page={p}&count={}{query}", paths::base(&caller.customer.name), page.count);
-    Ok(axum::Json(TaskPage {
-        uri: uri(page.page),
-        items: tasks.iter().map(|t| task_body(&state, &caller.customer, t, now)).collect(),
-        total: info.total,
-        has_more: info.has_more(),
-        page_count: info.page_count(),
-        page_index: page.page,
-        prev_uri: (page.page > 1).then(|| uri(page.page - 1)),
-        next_uri: info.has_more().then(|| uri(page.page + 1)),
-    }))
+    let (tasks, total) = state.store.tasks(caller.customer.id, &filter, page.offset(), page.count).await?;
+    let items = tasks.iter().map(|t| task_body(&state, &caller.customer, t, now)).collect();
+    let sent = filters(&[
+        ("since", q.since.as_deref()),
+        ("status", q.status.as_deref()),
+        ("operation", q.operation.as_deref()),
+    ]);
+    let path = format!("{}/tasks", paths::base(&caller.customer.name));
+    Ok(axum::Json(page.paged(&path, &sent, items, total).into()))
 }
 
 #[derive(Deserialize)]

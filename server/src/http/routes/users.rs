@@ -16,13 +16,13 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::paging::PageQuery;
 use crate::{
     domain::admin,
     http::{
         caller::{Allowed, SelfOr},
         error::{AppError, AppResult},
         extract::{Json, Query},
+        paging::{DEFAULT_COUNT, Page, filters},
     },
     state::AppState,
     store::{self, AuditEvent, Customer, NewUser, StoreError, Target, UserRecord, UserUpdate},
@@ -153,29 +153,12 @@ async fn list_users(
     Allowed(caller, _): Allowed<perm::ReadUsers>,
     Query(q): Query<UserListQuery>,
 ) -> AppResult<axum::Json<UserPage>> {
-    let page = PageQuery { page: q.page, count: q.count }.resolve()?;
+    let page = Page::of(q.page, q.count, DEFAULT_COUNT)?;
     let search = q.q.as_deref().map(str::trim).filter(|s| !s.is_empty());
     let (users, total) = state.store.list_users(caller.customer.id, search, page.offset(), page.count).await?;
-    let mut uri = format!("{}/users?{}", paths::base(&caller.customer.name), page.query(page.page));
-    if let Some(s) = search {
-        uri.push_str(&format!("&q={}", url_encode(s)));
-    }
-    Ok(axum::Json(UserPage {
-        has_more: page.offset() + (users.len() as u64) < total,
-        uri,
-        items: users.iter().map(|u| user_body(&caller.customer.name, u)).collect(),
-        total,
-        page_index: page.page,
-    }))
-}
-
-pub fn url_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    let items = users.iter().map(|u| user_body(&caller.customer.name, u)).collect();
+    let path = format!("{}/users", paths::base(&caller.customer.name));
+    Ok(axum::Json(page.paged(&path, &filters(&[("q", search)]), items, total).into()))
 }
 
 /// Create a user. With source `local` (the default) a local account with username, password and details; with
