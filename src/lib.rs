@@ -3,6 +3,7 @@
 pub mod api;
 pub mod app;
 pub mod components;
+pub mod crash;
 pub mod pages;
 pub mod session;
 pub mod signin;
@@ -15,8 +16,11 @@ pub fn mark(name: &str) {
     }
 }
 
-/// Mounts the console on the page's body.
+/// Mounts the console on the page's body, in place of the frame index.html shows while the wasm loads.
 pub fn mount() {
-    console_error_panic_hook::set_once();
+    crash::install();
+    if let Some(shell) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id("app-shell")) {
+        shell.remove();
+    }
     leptos::mount::mount_to_body(app::App);
 }

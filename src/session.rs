@@ -62,7 +62,9 @@ impl Auth {
     }
 
     pub fn set(&self, login: LoggedIn) {
-        remember_login(&login.customer, &login.username);
+        if !login.username.is_empty() {
+            remember_login(&login.customer, &login.username);
+        }
         self.0.set(Some(login));
     }
 

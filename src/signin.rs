@@ -19,7 +19,7 @@ pub fn open_console(path: &str) {
 
 /// Mounts the sign-in app on the page's body.
 pub fn mount() {
-    console_error_panic_hook::set_once();
+    crate::crash::install();
     leptos::mount::mount_to_body(SignIn);
     leptos::task::spawn_local(prefetch_console());
 }

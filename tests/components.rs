@@ -98,6 +98,13 @@ await init({ module_or_path: '/edge-console-2_bg.wasm' });</script>
     assert_eq!(asset_names(index), ["/main-1.css", "/edge-console-2.js", "/edge-console-2_bg.wasm"]);
 }
 
+async fn next_frame() {
+    let frame = js_sys::Promise::new(&mut |done, _| {
+        let _ = web_sys::window().unwrap().request_animation_frame(&done);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(frame).await;
+}
+
 fn container() -> HtmlElement {
     let div = document().create_element("div").unwrap().unchecked_into::<HtmlElement>();
     document().body().unwrap().append_child(&div).unwrap();
@@ -147,6 +154,9 @@ async fn a_chart_has_an_accessible_name_and_its_numbers_as_a_table() {
     tick().await;
     let de = root.query_selector(".tooltip li[data-series=DE]").unwrap().expect("DE in the tooltip");
     assert_eq!(de.get_attribute("data-value").as_deref(), Some("3"));
+    // Drawn once its width is measured, in the next animation frame.
+    next_frame().await;
+    tick().await;
     assert!(chart.query_selector("svg[aria-hidden=true] polygon").unwrap().is_some(), "stacked areas");
     assert!(root.query_selector("table").unwrap().is_none(), "the table is built when asked for");
     let details = root.query_selector("details").unwrap().unwrap().unchecked_into::<web_sys::HtmlDetailsElement>();

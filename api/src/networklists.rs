@@ -136,9 +136,10 @@ pub struct AddEntriesResult {
 
 /// Normalises an entry of a list of type `list_type`, or says what is wrong with it.
 ///
-/// IP: an IPv4 or IPv6 address (written canonically, e.g. `2001:db8::1`) or a CIDR range with host bits
-/// zeroed (`10.1.2.3/8` → `10.0.0.0/8`); a /32 or /128 range becomes the plain address. GEO: an ISO 3166-1
-/// alpha-2 code, upper case.
+/// IP: an IPv4 or IPv6 address (written canonically, e.g. `2001:db8::1`) or a CIDR range; a /32 or /128
+/// range becomes the plain address. A range with host bits set (`1.2.3.4/8`) is refused with the network it
+/// would mean ([`network_of`]: "did you mean 1.0.0.0/8?"): zeroing them silently would store a range the user
+/// may not have meant (16.7 million addresses instead of one). GEO: an ISO 3166-1 alpha-2 code, upper case.
 pub fn normalize_entry(list_type: &str, text: &str) -> Result<String, String> {
     let t = text.trim();
     if t.is_empty() {
@@ -150,8 +151,10 @@ pub fn normalize_entry(list_type: &str, text: &str) -> Result<String, String> {
                 return Ok(addr.to_string());
             }
             let net: IpNet = t.parse().map_err(|_| format!("{t:?} is not an IP address or CIDR range"))?;
-            let net = net.trunc();
-            Ok(if net.prefix_len() == net.max_prefix_len() { net.addr().to_string() } else { net.to_string() })
+            if net.trunc() != net {
+                return Err(format!("{t:?} has host bits set: did you mean {}?", net_text(net.trunc())));
+            }
+            Ok(net_text(net))
         }
         "GEO" => {
             let code = t.to_ascii_uppercase();
@@ -162,6 +165,50 @@ pub fn normalize_entry(list_type: &str, text: &str) -> Result<String, String> {
             }
         }
         other => Err(format!("unknown list type {other:?}")),
+    }
+}
+
+/// A network as an entry: a /32 or /128 as the plain address.
+fn net_text(net: IpNet) -> String {
+    if net.prefix_len() == net.max_prefix_len() { net.addr().to_string() } else { net.to_string() }
+}
+
+/// The network a CIDR range with host bits set stands for (`1.2.3.4/8` → `1.0.0.0/8`), offered as the fix of
+/// such an entry; `None` for anything else.
+pub fn network_of(text: &str) -> Option<String> {
+    let net: IpNet = text.trim().parse().ok()?;
+    (net.trunc() != net).then(|| net_text(net.trunc()))
+}
+
+/// The entries of an IP list, to find which other entry covers a range or an address: a wider range that
+/// holds it. Looked up by prefix (at most 129 probes per entry), so a list of 50,000 checks 50,000 more at once.
+#[derive(Debug, Default, Clone)]
+pub struct Coverage(std::collections::HashSet<IpNet>);
+
+fn as_net(entry: &str) -> Option<IpNet> {
+    let t = entry.trim();
+    t.parse::<IpNet>().ok().or_else(|| t.parse::<IpAddr>().ok().map(IpNet::from))
+}
+
+impl Coverage {
+    /// The networks of `entries` (normalised IP entries; anything else is skipped).
+    pub fn new<'a>(entries: impl IntoIterator<Item = &'a str>) -> Coverage {
+        Coverage(entries.into_iter().filter_map(as_net).map(|n| n.trunc()).collect())
+    }
+
+    pub fn insert(&mut self, entry: &str) {
+        if let Some(n) = as_net(entry) {
+            self.0.insert(n.trunc());
+        }
+    }
+
+    /// The widest entry that holds `entry` and is not `entry` itself, as an entry.
+    pub fn covering(&self, entry: &str) -> Option<String> {
+        let net = as_net(entry)?.trunc();
+        (0..net.prefix_len())
+            .filter_map(|p| IpNet::new(net.addr(), p).ok().map(|n| n.trunc()))
+            .find(|n| self.0.contains(n))
+            .map(net_text)
     }
 }
 
@@ -188,12 +235,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_entry_covered_by_a_wider_one_is_found() {
+        let mut c = Coverage::new(["10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "DE"]);
+        assert_eq!(c.covering("10.1.0.0/16").as_deref(), Some("10.0.0.0/8"));
+        assert_eq!(c.covering("10.200.3.4").as_deref(), Some("10.0.0.0/8"));
+        assert_eq!(c.covering("2001:db8:1::5").as_deref(), Some("2001:db8::/32"));
+        assert_eq!(c.covering("10.0.0.0/8"), None, "an entry does not cover itself");
+        assert_eq!(c.covering("192.0.2.7"), None);
+        assert_eq!(c.covering("11.0.0.0/8"), None);
+        c.insert("0.0.0.0/0");
+        assert_eq!(c.covering("10.0.0.0/8").as_deref(), Some("0.0.0.0/0"), "the widest first");
+    }
+
+    #[test]
     fn ip_entries_are_normalised() {
         assert_eq!(normalize_entry("IP", " 192.0.2.7 ").unwrap(), "192.0.2.7");
-        assert_eq!(normalize_entry("IP", "10.1.2.3/8").unwrap(), "10.0.0.0/8");
+        assert_eq!(normalize_entry("IP", "10.0.0.0/8").unwrap(), "10.0.0.0/8");
         assert_eq!(normalize_entry("IP", "192.0.2.7/32").unwrap(), "192.0.2.7");
         assert_eq!(normalize_entry("IP", "2001:DB8:0:0::1").unwrap(), "2001:db8::1");
-        assert_eq!(normalize_entry("IP", "2001:db8::1/32").unwrap(), "2001:db8::/32");
+        assert_eq!(normalize_entry("IP", "2001:DB8::/32").unwrap(), "2001:db8::/32");
+        // Host bits set: refused, with the network it would mean.
+        assert_eq!(
+            normalize_entry("IP", "1.2.3.4/8"),
+            Err("\"1.2.3.4/8\" has host bits set: did you mean 1.0.0.0/8?".to_string())
+        );
+        assert_eq!(network_of("1.2.3.4/8").as_deref(), Some("1.0.0.0/8"));
+        assert_eq!(network_of(" 2001:db8::1/32 ").as_deref(), Some("2001:db8::/32"));
+        assert_eq!(network_of("1.0.0.0/8"), None);
+        assert_eq!(network_of("1.2.3.4"), None);
         for bad in ["", "300.1.1.1", "10.0.0.0/33", "example.com", "1.2.3", "::/129"] {
             assert!(normalize_entry("IP", bad).is_err(), "{bad}");
         }

@@ -11,7 +11,7 @@ use edge_api::config::{
 };
 use edge_api::purge::{PurgeUri, uri_problems};
 use edge_api::stats::{self, Condition, Family, Filter, Granularity, RawQuery, SortKey};
-use edge_api::{COUNTRY_CODES, normalize_entry};
+use edge_api::{COUNTRY_CODES, network_of, normalize_entry};
 use ipnet::IpNet;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -302,12 +302,21 @@ proptest! {
     }
 
     #[test]
-    fn ip_ranges_normalise_to_the_network_that_holds_them(net in ip_net(), pad in "[ \t]{0,2}") {
-        let entry = normalize_entry("IP", &format!("{pad}{net}{pad}")).map_err(TestCaseError::fail)?;
+    fn ip_ranges_are_taken_as_they_are_or_refused_with_the_network_that_holds_them(net in ip_net(), pad in "[ \t]{0,2}") {
+        let answer = normalize_entry("IP", &format!("{pad}{net}{pad}"));
+        let meant = net.trunc();
+        let meant_text = if meant.prefix_len() == meant.max_prefix_len() { meant.addr().to_string() } else { meant.to_string() };
+        if net != meant {
+            // Host bits set: never silently another range.
+            let problem = answer.err().ok_or_else(|| TestCaseError::fail(format!("{net} was taken")))?;
+            prop_assert!(problem.ends_with(&format!("did you mean {meant_text}?")), "{}", problem);
+            prop_assert_eq!(network_of(&net.to_string()), Some(meant_text));
+            return Ok(());
+        }
+        let entry = answer.map_err(TestCaseError::fail)?;
         let normalised: IpNet = entry.parse().or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
             .map_err(|e| TestCaseError::fail(format!("{entry}: {e}")))?;
-        prop_assert_eq!(normalised, net.trunc());
-        prop_assert!(normalised.contains(&net.addr()));
+        prop_assert_eq!(normalised, net);
         // A prefix longer than the address is not a range.
         let too_long = format!("{}/{}", net.addr(), net.max_prefix_len() + 1);
         prop_assert!(normalize_entry("IP", &too_long).is_err());
@@ -378,7 +387,7 @@ fn waf_rule() -> impl Strategy<Value = WafRule> {
 
 fn shaping_rule() -> impl Strategy<Value = ShapingRule> {
     let values = prop_oneof![
-        prop::collection::vec(ip_net().prop_map(|n| n.to_string()), 1..4).prop_map(|v| ("IP", v)),
+        prop::collection::vec(ip_net().prop_map(|n| n.trunc().to_string()), 1..4).prop_map(|v| ("IP", v)),
         prop::collection::vec(prop::sample::select(COUNTRY_CODES.to_vec()).prop_map(String::from), 1..4)
             .prop_map(|v| ("GEO", v)),
         prop::collection::vec("list-[0-9]{1,3}", 1..3).prop_map(|v| ("NETWORK_LIST", v)),

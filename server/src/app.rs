@@ -10,15 +10,16 @@ use axum::{
     http::{HeaderValue, header},
     middleware,
     response::Response,
-    routing::get,
+    routing::{get, post},
 };
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tower_http::{
-    catch_panic::CatchPanicLayer, set_header::SetResponseHeaderLayer, timeout::TimeoutLayer, trace::TraceLayer,
+    catch_panic::CatchPanicLayer, compression::CompressionLayer, set_header::SetResponseHeaderLayer,
+    timeout::TimeoutLayer, trace::TraceLayer,
 };
 
 use crate::{
-    http::{routes, web},
+    http::{crash_reports, routes, web},
     state::AppState,
     stats::StatsEngine,
     upkeep::housekeeping,
@@ -28,14 +29,29 @@ use crate::{
 pub fn app(state: AppState) -> Router {
     let (api, _) = routes::api().split_for_parts();
     let openapi = Arc::new(routes::openapi_document());
-    let api = api_middleware(api, state.settings.max_body_bytes);
+    // API answers (and the OpenAPI document) are compressed as the client accepts — brotli, zstd or gzip, at
+    // fast levels (brotli 4): a statistics answer of a few hundred kilobytes of JSON shrinks about tenfold.
+    // The console's files are not: they have brotli and gzip copies made at build time (see
+    // `web::static_or_not_found`), and compressing them again would only cost time.
+    let api = api_middleware(api, state.settings.max_body_bytes).layer(CompressionLayer::new());
     let timeout = state.settings.request_timeout;
     let csp = HeaderValue::from_str(&web::content_security_policy(&state.settings.static_dir))
         .unwrap_or_else(|_| HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"));
     Router::new()
         .route("/healthz", get(|| async { Json(serde_json::json!({"status": "ok"})) }))
         .route("/readyz", get(web::readiness))
-        .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .merge(
+            Router::new()
+                .route("/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+                .layer(CompressionLayer::new()),
+        )
+        .merge(
+            Router::new()
+                .route(crash_reports::PATH, post(crash_reports::receive))
+                .layer(axum::Extension(Arc::new(crash_reports::Limiter::default())))
+                .layer(middleware::from_fn(web::json_errors))
+                .layer(DefaultBodyLimit::max(crash_reports::MAX_BODY_BYTES)),
+        )
         .merge(api)
         .fallback(web::static_or_not_found)
         .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, timeout))

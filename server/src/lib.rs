@@ -28,4 +28,4 @@ pub use upkeep::upkeep;
 // check follows).
 pub use demo_account as demo;
 pub use domain::{admin, auth, fleet, net, otp, property_config as config, throttle};
-pub use http::{routes, web};
+pub use http::{crash_reports, routes, web};

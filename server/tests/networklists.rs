@@ -18,7 +18,7 @@ async fn create(app: &TestApp, name: &str, list_type: &str, entries: &[&str]) ->
 #[tokio::test]
 async fn a_list_is_created_with_normalised_unique_entries_and_read_back() {
     let app = TestApp::new().await;
-    let list = create(&app, "Scanners", "IP", &["10.1.2.3/8", "192.0.2.7", "192.0.2.7/32", "2001:DB8::1"]).await;
+    let list = create(&app, "Scanners", "IP", &["10.0.0.0/8", "192.0.2.7", "192.0.2.7/32", "2001:DB8::1"]).await;
     let id = list["id"].as_str().unwrap();
     let uri = format!("/acme/v1/config/networklists/{id}");
     assert_eq!(list["uri"], uri);
@@ -59,6 +59,56 @@ async fn invalid_lists_and_entries_are_refused_with_every_problem_and_nothing_cr
     }
     let reply = app.send(req(Method::GET, "/acme/v1/config/networklists").basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.body["total"], 0);
+}
+
+/// Issue 25: `1.2.3.4/8` was stored as `1.0.0.0/8` (16.7 million addresses) without a word. A range with host
+/// bits set is refused with the network it would mean, in a new list and added to one; nothing is stored.
+#[tokio::test]
+async fn a_range_with_host_bits_set_is_refused_with_the_network_it_would_mean() {
+    let app = TestApp::new().await;
+    let body = json!({"name": "x", "type": "IP", "list": ["192.0.2.7", "1.2.3.4/8"]});
+    let reply =
+        app.send(req(Method::POST, "/acme/v1/config/networklists").basic("alice", PASSWORD).json(&body).done()).await;
+    assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_entries");
+    assert_eq!(
+        reply.body["details"],
+        json!([{"message": "[1]: \"1.2.3.4/8\" has host bits set: did you mean 1.0.0.0/8?"}])
+    );
+    let reply = app.send(req(Method::GET, "/acme/v1/config/networklists").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["total"], 0, "no list was created");
+
+    let list = create(&app, "Scanners", "IP", &["192.0.2.7"]).await;
+    let uri = list["uri"].as_str().unwrap();
+    for (entry, meant) in
+        [("1.2.3.4/8", "1.0.0.0/8"), ("2001:db8::1/32", "2001:db8::/32"), ("10.0.0.1/31", "10.0.0.0/31")]
+    {
+        let reply = app
+            .send(
+                req(Method::POST, &format!("{uri}/entries"))
+                    .basic("alice", PASSWORD)
+                    .json(&json!([{"entry": entry}]))
+                    .done(),
+            )
+            .await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_entries");
+        assert_eq!(
+            reply.body["details"][0]["message"],
+            format!("[0]: {entry:?} has host bits set: did you mean {meant}?")
+        );
+    }
+    let reply = app.send(req(Method::GET, uri).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body["list"], json!(["192.0.2.7"]), "nothing was added");
+    // The network itself is taken as it is.
+    let reply = app
+        .send(
+            req(Method::POST, &format!("{uri}/entries"))
+                .basic("alice", PASSWORD)
+                .json(&json!([{"entry": "1.0.0.0/8"}]))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["added"], 1);
 }
 
 #[tokio::test]

@@ -205,6 +205,61 @@ async fn only_an_administrator_disables_two_factor() {
     app.login("acme", "bob", PASSWORD).await;
 }
 
+async fn otp_enabled(app: &TestApp, user_uri: &str, session: &str) -> Value {
+    let reply = app.send(req(Method::GET, user_uri).cookie(session).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["items"][0]["otp_enabled"].clone()
+}
+
+/// Issue 25: an administrator turned off their own two-factor from a session with no re-authentication. Now
+/// their password and a current code must come with the request; a session alone, or the password alone, is
+/// refused and two-factor stays on. Another user's two-factor is still theirs to turn off from a session.
+#[tokio::test]
+async fn turning_off_ones_own_two_factor_needs_the_password_and_a_code_again() {
+    let app = TestApp::new().await;
+    let alice = app.user_id("acme", "alice").await;
+    let secret = pair(&app, "alice", &alice).await;
+    let uri = format!("/acme/v1/users/{alice}/otp/pairing");
+    app.clock.advance_ms(30_000);
+    let code = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply = app
+        .send(req(Method::POST, "/acme/v1/sessions").basic("alice", PASSWORD).header("X-OTP-Token", &code).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let session = reply.body["id"].as_str().unwrap().to_string();
+    let user_uri = format!("/acme/v1/users/{alice}");
+    // From the session: refused, two-factor stays on.
+    let reply = app.send(req(Method::DELETE, &uri).cookie(&session).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "password_required");
+    assert_eq!(otp_enabled(&app, &user_uri, &session).await, json!(true));
+    // The password without a code: refused.
+    let reply = app.send(req(Method::DELETE, &uri).basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "otp_required");
+    // A wrong password with a code: refused.
+    app.clock.advance_ms(30_000);
+    let code = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply = app
+        .send(req(Method::DELETE, &uri).basic("alice", "wrong-password-1").header("X-OTP-Token", &code).done())
+        .await;
+    assert_error(&reply, StatusCode::UNAUTHORIZED, "invalid_credentials");
+    assert_eq!(otp_enabled(&app, &user_uri, &session).await, json!(true));
+    // The password and a current code: done.
+    app.clock.advance_ms(30_000);
+    let code = code_at(&secret, step_of(now(&app))).unwrap();
+    let reply = app.send(req(Method::DELETE, &uri).basic("alice", PASSWORD).header("X-OTP-Token", &code).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(reply.body["enabled"], false);
+    assert_eq!(otp_enabled(&app, &user_uri, &session).await, json!(false));
+
+    // Another user's two-factor: an administrator's session is enough, as before.
+    let bob = app.add_user("acme", "bob", "operator").await;
+    pair(&app, "bob", &bob).await;
+    let session = app.login("acme", "alice", PASSWORD).await;
+    let reply =
+        app.send(req(Method::DELETE, &format!("/acme/v1/users/{bob}/otp/pairing")).cookie(&session).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
 #[tokio::test]
 async fn wrong_codes_are_throttled_like_wrong_passwords() {
     let app = TestApp::new().await;

@@ -165,6 +165,12 @@ pub async fn get_list(customer: &str, id: &str) -> ApiResult<NetworkList> {
     send_json(Request::get(&format!("{}?includelist=false", list_url(customer, id)))).await
 }
 
+/// Every entry of a list (at most 50,000), for checking new entries against them.
+pub async fn list_entries_all(customer: &str, id: &str) -> ApiResult<Vec<String>> {
+    let list: NetworkList = send_json(Request::get(&list_url(customer, id))).await?;
+    Ok(list.list.unwrap_or_default())
+}
+
 pub async fn create_list(customer: &str, list: &NewNetworkList) -> ApiResult<NetworkList> {
     send_json(with_json(Request::post(&url(customer, "/config/networklists")), list)?).await
 }

@@ -45,9 +45,14 @@ pub async fn reset_password(customer: &str, id: &str) -> ApiResult<()> {
     send_empty(Request::post(&format!("{}/{id}/password/resets", users(customer)))).await
 }
 
-/// Administrator: turn a user's two-factor authentication off.
-pub async fn disable_otp(customer: &str, id: &str) -> ApiResult<OtpSettings> {
-    send_json(Request::delete(&format!("{}/{id}/otp/pairing", users(customer)))).await
+/// Administrator: turn a user's two-factor authentication off. One's own needs `confirm` (the password and a
+/// current code): the server refuses a session alone for it.
+pub async fn disable_otp(customer: &str, id: &str, confirm: Option<&Confirm>) -> ApiResult<OtpSettings> {
+    let request = Request::delete(&format!("{}/{id}/otp/pairing", users(customer)));
+    match confirm {
+        Some(c) => send_confirmed(c.apply(request).build().map_err(ApiError::network)?).await,
+        None => send_json(request).await,
+    }
 }
 
 /// Credentials that confirm an operation on one's own password or two-factor: the password, and the one-time

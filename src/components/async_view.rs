@@ -64,7 +64,17 @@ where
 }
 
 fn resource(fetch: Box<dyn Fn() -> Fetch<Shared>>) -> LocalResource<ApiResult<Shared>> {
-    LocalResource::new(fetch)
+    LocalResource::new(move || {
+        let answer = fetch();
+        async move {
+            let answer = answer.await;
+            // Each answer is shown in a task of its own: answers that arrive together would otherwise all be
+            // drawn in one long task (the futures' wake-ups are microtasks), and the page would not respond
+            // to input until every view had been built.
+            crate::components::progress::sleep(0).await;
+            answer
+        }
+    })
 }
 
 /// What a read shows: "Loading…" until the first answer, the API's error with "Try again", or `children`
@@ -95,12 +105,15 @@ fn show(
     children: Arc<dyn Fn(&Shared) -> AnyView + Send + Sync>,
 ) -> AnyView {
     let retry = Callback::new(move |()| resource.refetch());
-    (move || match resource.get() {
-        None => loading_view(loading),
+    // `try_get`: a change that reaches this view in the same turn as its removal (the reactive system runs
+    // the view's update before it drops it) finds the read already disposed; there is nothing to show then.
+    (move || match resource.try_get() {
+        None => ().into_any(),
+        Some(None) => loading_view(loading),
         // A superseded read, cancelled: its successor is on its way.
-        Some(Err(error)) if error.is_cancelled() => loading_view(loading),
-        Some(Err(error)) => error_view(error, retry),
-        Some(Ok(value)) => children(&value),
+        Some(Some(Err(error))) if error.is_cancelled() => loading_view(loading),
+        Some(Some(Err(error))) => error_view(error, retry),
+        Some(Some(Ok(value))) => children(&value),
     })
     .into_any()
 }
@@ -169,4 +182,20 @@ impl<K: PartialEq + Clone + Send + Sync + 'static> Cancel<K> {
         self.0.set_value(Some((key, controller)));
         Some(signal)
     }
+}
+
+/// Its children one task later: a view that builds a lot at once (the statistics view's pickers, charts and
+/// tables) is built in several tasks, so that the page answers input in between instead of blocking for the
+/// whole build. Top to bottom: the later parts appear below the earlier ones, moving nothing.
+#[component]
+pub fn Later(children: ChildrenFn) -> impl IntoView {
+    let ready = RwSignal::new(false);
+    // The view may be gone when the timer fires.
+    set_timeout(
+        move || {
+            let _ = ready.try_set(true);
+        },
+        std::time::Duration::ZERO,
+    );
+    move || ready.get().then(|| children())
 }

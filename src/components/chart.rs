@@ -108,6 +108,11 @@ fn one_decimal(v: f64) -> String {
     }
 }
 
+/// A point's exact value, or that there is none (an average of no requests).
+fn exact_or_none(unit: Unit, v: f64) -> String {
+    if v.is_nan() { "no requests".to_string() } else { unit.exact(v) }
+}
+
 /// A number as the API wrote it, for machines: an integer as such, else with one decimal.
 fn plain(v: f64) -> String {
     if v.fract() == 0.0 { (v as i64).to_string() } else { one_decimal(v) }
@@ -145,7 +150,9 @@ fn x_of(t: i64, start: i64, end: i64, width: f64) -> f64 {
 }
 
 /// Lines (or stacked areas) of `series` (with their palette index) over [start, end) in an SVG of `width` ×
-/// `height`, with the y axis titled `y_title`.
+/// `height`, with the y axis titled `y_title`. A point without a value (NaN: an average of nothing) breaks its
+/// line. From `partial` on (the bucket still filling) the area is hatched and labelled "partial", and the
+/// lines reach it dashed: its numbers are not a drop in traffic.
 #[allow(clippy::too_many_arguments)]
 pub fn time_chart_svg(
     series: &[(usize, &Series)],
@@ -156,6 +163,7 @@ pub fn time_chart_svg(
     y_title: &str,
     width: u32,
     height: u32,
+    partial: Option<i64>,
 ) -> String {
     let (w, h) = (f64::from(width), f64::from(height));
     let ph = h - TOP - BOTTOM;
@@ -169,6 +177,8 @@ pub fn time_chart_svg(
             .iter()
             .map(|(t, v)| {
                 let below = if stacked { base.get(t).copied().unwrap_or(0.0) } else { 0.0 };
+                // Stacked, a missing value adds nothing; as a line, it is a gap.
+                let v = if stacked && v.is_nan() { 0.0 } else { *v };
                 (*t, below, below + v)
             })
             .collect();
@@ -179,7 +189,7 @@ pub fn time_chart_svg(
         }
         layers.push(layer);
     }
-    let max = layers.iter().flatten().map(|(_, _, v)| *v).fold(0.0, f64::max);
+    let max = layers.iter().flatten().map(|(_, _, v)| *v).filter(|v| v.is_finite()).fold(0.0, f64::max);
     let step = nice_step(if max > 0.0 { max } else { 1.0 }, 5.0);
     let ymax = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
     let x = |t: i64| x_of(t, start, end, w);
@@ -243,20 +253,76 @@ pub fn time_chart_svg(
         );
         t += tick;
     }
+    if let Some(p) = partial.filter(|p| *p < end) {
+        let from = x(p.max(start));
+        let _ = write!(
+            out,
+            "<defs><pattern id=\"partial-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" \
+             patternTransform=\"rotate(45)\"><line class=\"hatch\" x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\"/></pattern></defs>\
+             <rect class=\"partial\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#partial-hatch)\"/>\
+             <text {LABEL} x=\"{}\" y=\"{}\" text-anchor=\"end\">partial</text>",
+            from as i64,
+            TOP as i64,
+            ((w - RIGHT) - from).max(1.0) as i64,
+            ph as i64,
+            (w - RIGHT - 2.0) as i64,
+            (TOP + 12.0) as i64,
+        );
+    }
+    let is_partial = |t: i64| partial.is_some_and(|p| t >= p);
     for (layer, (i, s)) in layers.iter().zip(series).rev() {
         let c = colour(*i, &s.name);
-        let mut points = String::new();
-        for (t, _, top) in layer {
-            let _ = write!(points, "{},{} ", x(*t) as i64, y(*top) as i64);
-        }
         if stacked {
+            let mut points = String::new();
+            for (t, _, top) in layer {
+                let _ = write!(points, "{},{} ", x(*t) as i64, y(*top) as i64);
+            }
             for (t, below, _) in layer.iter().rev() {
                 let _ = write!(points, "{},{} ", x(*t) as i64, y(*below) as i64);
             }
             let _ = write!(out, "<polygon points=\"{points}\" fill=\"{c}\" fill-opacity=\"0.75\"/>");
-        } else {
-            let _ = write!(out, "<polyline points=\"{points}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>");
+            continue;
         }
+        // Runs of points with values, each a line; the step into a partial bucket dashed.
+        let mut run = String::new();
+        let mut last: Option<(i64, i64)> = None;
+        let flush = |run: &mut String, out: &mut String| {
+            match run.trim_end().split_once(' ') {
+                Some(_) => {
+                    let _ = write!(out, "<polyline points=\"{run}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>");
+                }
+                // A value between two gaps: a dot, as a line of one point shows nothing.
+                None if !run.is_empty() => {
+                    let (px, py) = run.trim_end().split_once(',').unwrap_or(("0", "0"));
+                    let _ = write!(out, "<circle cx=\"{px}\" cy=\"{py}\" r=\"2.5\" fill=\"{c}\"/>");
+                }
+                None => {}
+            }
+            run.clear();
+        };
+        for (t, _, top) in layer {
+            if !top.is_finite() {
+                flush(&mut run, &mut out);
+                last = None;
+                continue;
+            }
+            let (px, py) = (x(*t) as i64, y(*top) as i64);
+            if is_partial(*t) {
+                if let Some((lx, ly)) = last {
+                    let _ = write!(
+                        out,
+                        "<polyline points=\"{lx},{ly} {px},{py}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" \
+                         stroke-dasharray=\"4 3\"/>"
+                    );
+                }
+                let _ = write!(out, "<circle cx=\"{px}\" cy=\"{py}\" r=\"2.5\" fill=\"{c}\"/>");
+                last = Some((px, py));
+                continue;
+            }
+            let _ = write!(run, "{px},{py} ");
+            last = Some((px, py));
+        }
+        flush(&mut run, &mut out);
     }
     out.push_str("</svg>");
     out
@@ -267,18 +333,22 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// The width of the element `node` refers to, followed as the window changes size.
-fn follow_width(node: NodeRef<html::Div>, fallback: u32) -> RwSignal<u32> {
-    let width = RwSignal::new(fallback);
+/// The width of the element `node` refers to, once laid out (`None` before), followed as the window changes
+/// size. Measured in the next animation frame, when the view's other changes are laid out too: reading a width
+/// right after a change forces a layout of its own, once per chart of the view. The chart is drawn once, at
+/// its width (not at a guess and then again).
+fn follow_width(node: NodeRef<html::Div>) -> RwSignal<Option<u32>> {
+    let width = RwSignal::new(None);
+    // Also called from a frame callback that may come after the view is gone: nothing of it is touched then.
     let measure = move || {
-        if let Some(el) = node.get_untracked() {
+        if let Some(el) = node.try_get_untracked().flatten() {
             let w = el.client_width();
-            if w > 0 && w as u32 != width.get_untracked() {
-                width.set(w as u32);
+            if w > 0 && width.try_get_untracked().is_some_and(|now| now != Some(w as u32)) {
+                width.set(Some(w as u32));
             }
         }
     };
-    node.on_load(move |_| measure());
+    node.on_load(move |_| request_animation_frame(measure));
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());
     width
@@ -303,10 +373,13 @@ pub fn TimeChart(
     /// Offered beside each legend entry: add the series' value as a filter.
     #[prop(optional)]
     on_filter: Option<Callback<String>>,
+    /// The start of the bucket still filling, if the range reaches it (see `time_chart_svg`).
+    #[prop(default = None)]
+    partial: Option<i64>,
 ) -> impl IntoView {
     Effect::new(|_| crate::mark("edge:first-chart"));
     let node = NodeRef::<html::Div>::new();
-    let width = follow_width(node, 800);
+    let width = follow_width(node);
     let hidden = RwSignal::new(vec![false; series.len()]);
     let hover = RwSignal::new(None::<usize>);
     let mut times: Vec<i64> = series.iter().flat_map(|s| s.points.iter().map(|(t, _)| *t)).collect();
@@ -319,11 +392,13 @@ pub fn TimeChart(
         series.with_value(|all| {
             let shown: Vec<(usize, &Series)> =
                 all.iter().enumerate().filter(|(i, _)| !h.get(*i).copied().unwrap_or(false)).collect();
-            time_chart_svg(&shown, start, end, stacked, unit, &y_title, width.get().max(240), height)
+            width
+                .get()
+                .map(|w| time_chart_svg(&shown, start, end, stacked, unit, &y_title, w.max(240), height, partial))
         })
     };
     let pick = move |e: ev::PointerEvent| {
-        let w = f64::from(width.get_untracked().max(240));
+        let w = f64::from(width.get_untracked().unwrap_or(800).max(240));
         let x = f64::from(e.offset_x());
         times.with_value(|ts| {
             let nearest = ts
@@ -353,7 +428,7 @@ pub fn TimeChart(
     let tooltip = move || {
         let i = hover.get()?;
         let t = times.with_value(|ts| ts.get(i).copied())?;
-        let w = f64::from(width.get().max(240));
+        let w = f64::from(width.get().unwrap_or(800).max(240));
         let left = x_of(t, start, end, w);
         let h = hidden.get();
         let rows = series.with_value(|all| {
@@ -364,10 +439,10 @@ pub fn TimeChart(
                     let v = s.points.iter().find(|(x, _)| *x == t).map(|(_, v)| *v).unwrap_or(0.0);
                     let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
                     view! {
-                        <li data-series=s.name.clone() data-value=plain(v)>
+                        <li data-series=s.name.clone() data-value=if v.is_nan() { String::new() } else { plain(v) }>
                             <span class="swatch" style:background=colour(i, &s.name)></span>
                             <span class="name">{name}</span>
-                            <span class="value">{unit.exact(v)}</span>
+                            <span class="value">{exact_or_none(unit, v)}</span>
                         </li>
                     }
                 })
@@ -382,7 +457,10 @@ pub fn TimeChart(
         Some(view! {
             <div class="crosshair" style:left=format!("{}px", left as i64)></div>
             <div class="tooltip" role="status" style=side data-time=edge_api::stats::format_time(t)>
-                <div class="tooltip-time" title=utc_ms(t)>{datetime_ms(t)}</div>
+                <div class="tooltip-time" title=utc_ms(t)>
+                    {datetime_ms(t)}
+                    {partial.filter(|p| t >= *p).map(|_| view! { <span class="partial-note">" · partial: still filling"</span> })}
+                </div>
                 <ul>{rows}</ul>
             </div>
         })
@@ -442,13 +520,16 @@ pub fn TimeChart(
                         all.iter()
                             .map(|s| {
                                 let v = s.points.iter().find(|(x, _)| x == t).map(|(_, v)| *v).unwrap_or(0.0);
-                                view! { <td class="num">{unit.exact(v)}</td> }
+                                view! { <td class="num">{exact_or_none(unit, v)}</td> }
                             })
                             .collect_view()
                     });
                     view! {
                         <tr>
-                            <td>{datetime_ms(*t)}</td>
+                            <td>
+                                {datetime_ms(*t)}
+                                {partial.filter(|p| t >= p).map(|_| " (partial)")}
+                            </td>
                             {cells}
                         </tr>
                     }
@@ -483,7 +564,7 @@ pub fn TimeChart(
                 on:keydown=keys
                 on:blur=move |_| hover.set(None)
             >
-                <div class="chart-svg" inner_html=svg></div>
+                <div class="chart-svg" style:min-height=format!("{height}px") inner_html=move || svg().unwrap_or_default()></div>
                 {tooltip}
             </div>
             <ul class="legend">{legend}</ul>

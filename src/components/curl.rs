@@ -11,6 +11,11 @@ pub fn CopyCurl<F>(path: F) -> impl IntoView
 where
     F: Fn() -> Option<String> + Send + Sync + 'static,
 {
+    copy_curl(Box::new(path))
+}
+
+/// The button and the command, the same code for every view (the wrapper above is all that is per call site).
+fn copy_curl(path: Box<dyn Fn() -> Option<String> + Send + Sync>) -> AnyView {
     let shown = RwSignal::new(None::<String>);
     let copy = move |_| {
         let Some(p) = path() else { return };
@@ -53,4 +58,5 @@ where
             }}
         </span>
     }
+    .into_any()
 }

@@ -18,7 +18,7 @@ use crate::{
         time::{Zone, parse_iso},
     },
     pages::go_to,
-    session::{Auth, LoggedIn, remembered_login},
+    session::{Auth, LoggedIn, remember_login, remembered_login},
 };
 
 /// The notice that the session is about to end shows this long before it does.
@@ -104,10 +104,9 @@ pub fn Layout() -> impl IntoView {
             }
             let session = api::current_session(&customer).await?;
             Ok::<_, api::ApiError>(session.map(|session| {
-                let username = remembered_login()
-                    .filter(|(c, _)| *c == customer)
-                    .map(|(_, u)| u)
-                    .unwrap_or_else(|| session.user.id.clone());
+                // The user's record gives the name shortly; an id would show meanwhile and then change the
+                // top bar's width.
+                let username = remembered_login().filter(|(c, _)| *c == customer).map(|(_, u)| u).unwrap_or_default();
                 LoggedIn { customer: customer.clone(), username, session }
             }))
         }
@@ -133,7 +132,13 @@ pub fn Layout() -> impl IntoView {
     });
     Effect::new(move |_| {
         if let Some(user) = me.get() {
-            auth.set_me(user.ok().flatten());
+            let user = user.ok().flatten();
+            // The login form of this browser offers the name next time (a page load logged in by the cookie
+            // alone knew only the session's user id).
+            if let Some(u) = &user {
+                remember_login(&customer.get_untracked(), &u.username);
+            }
+            auth.set_me(user);
         }
     });
     // The account's time zone, for those who may read the account (viewers keep UTC or their own choice).
@@ -199,12 +204,13 @@ pub fn Layout() -> impl IntoView {
         clicks.remove();
     });
 
-    // Only login and logout re-render the frame; a refreshed session expiry does not.
-    let who = Memo::new(move |_| {
-        auth.current().filter(|l| l.customer == customer.get()).map(|l| {
-            let username = auth.me().map(|u| u.username).unwrap_or(l.username);
-            (l.customer, username)
-        })
+    // Only login and logout re-render the frame (and with it the view): a refreshed session expiry does not,
+    // nor does the user's record arriving. A frame rebuilt while its view loads disposes the view under reads
+    // still in flight; on a fresh browser the name shown changes from the session's user id to the username
+    // once the record is read, which rebuilt everything mid-load (issue 25), so the name is text of its own.
+    let who = Memo::new(move |_| auth.current().filter(|l| l.customer == customer.get()).map(|l| l.customer));
+    let username = Signal::derive(move || {
+        auth.me().map(|u| u.username).or_else(|| auth.current().map(|l| l.username)).unwrap_or_default()
     });
 
     let logout = act(move |_: &()| {
@@ -218,7 +224,7 @@ pub fn Layout() -> impl IntoView {
 
     view! {
         {move || match who.get() {
-            Some((customer, username)) => {
+            Some(customer) => {
                 view! {
                     <Shell customer username logout />
                     <SessionNotice left stay=Callback::new(move |_| keep_alive()) logout />
@@ -236,10 +242,38 @@ pub fn Layout() -> impl IntoView {
                         }
                             .into_any()
                     }
-                    _ => view! { <div class="splash muted">"Checking your session…"</div> }.into_any(),
+                    _ => view! { <LoadingFrame /> }.into_any(),
                 }
             }
         }}
+    }
+}
+
+/// The frame while the session is checked: the same as index.html shows while the wasm loads (so nothing
+/// moves when the console starts), until the real frame takes its place.
+#[component]
+fn LoadingFrame() -> impl IntoView {
+    view! {
+        <div class="shell">
+            <aside class="sidebar">
+                <div class="brand">
+                    "Edge Console" <button type="button" class="menu-toggle" disabled>"Menu"</button>
+                </div>
+            </aside>
+            <div class="main">
+                <header class="topbar">
+                    <span class="spacer"></span>
+                </header>
+                <main class="content">
+                    <div class="card panel loading-card" role="status">
+                        <p class="loading-title">"Checking your session…"</p>
+                        <p class="muted">
+                            "Delivery and security statistics, properties, purge, network lists, users and the audit log of your account open here in a moment."
+                        </p>
+                    </div>
+                </main>
+            </div>
+        </div>
     }
 }
 
@@ -268,7 +302,7 @@ fn SessionNotice(left: Memo<Option<f64>>, stay: Callback<()>, logout: Action<(),
 }
 
 #[component]
-fn Shell(customer: String, username: String, logout: Action<(), ()>) -> impl IntoView {
+fn Shell(customer: String, username: Signal<String>, logout: Action<(), ()>) -> impl IntoView {
     let unsaved = Unsaved::get();
     let navigate = use_navigate();
     // A link followed while the view has unsaved work: where it led, until the user decides.

@@ -65,9 +65,14 @@ impl Zone {
         if let Some(s) = storage() {
             let _ = s.set_item(ACCOUNT_KEY, zone);
         }
-        if self.account.get_untracked() != zone {
+        // Read after an answer: the frame that provided the zone may be gone by then.
+        let (Some(account), Some(preference)) = (self.account.try_get_untracked(), self.preference.try_get_untracked())
+        else {
+            return;
+        };
+        if account != zone {
             // The formatter first, so that views re-rendered by the change format in the new zone.
-            set_current(&self.preference.get_untracked().unwrap_or_else(|| zone.to_string()));
+            set_current(&preference.unwrap_or_else(|| zone.to_string()));
             self.account.set(zone.to_string());
         }
     }

@@ -136,13 +136,15 @@ fn csv_of(records: &[AuditRecord]) -> String {
 #[component]
 pub fn AuditLog() -> impl IntoView {
     let auth = Auth::get();
+    let role = Memo::new(move |_| auth.me().map(|u| u.role.id));
     view! {
         <section class="page">
             <h1>"Audit log"</h1>
-            {move || match auth.me() {
-                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(me) if me.role.id == "admin" => view! { <Log /> }.into_any(),
-                Some(me) => {
+            // By role, not by the whole record: a refreshed record (two-factor turned on) rebuilds nothing.
+            {move || match role.get().map(|_| auth.me_untracked()) {
+                None | Some(None) => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                Some(Some(me)) if me.role.id == "admin" => view! { <Log /> }.into_any(),
+                Some(Some(me)) => {
                     view! {
                         <div class="notice info">
                             {format!(

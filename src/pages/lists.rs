@@ -4,7 +4,8 @@
 //! outcome and deployment; removal; deprecation; and "Add to network list" from the security view.
 
 use edge_api::{
-    AddEntriesResult, MAX_ENTRIES_PER_CALL, NetworkList, NetworkListUpdate, NewNetworkList, normalize_entry,
+    AddEntriesResult, Coverage, MAX_ENTRIES_PER_CALL, NetworkList, NetworkListUpdate, NewNetworkList, network_of,
+    normalize_entry,
 };
 use leptos::{ev, prelude::*};
 use leptos_router::{NavigateOptions, hooks::use_navigate};
@@ -35,6 +36,29 @@ pub struct CheckedLine {
     pub line: usize,
     pub text: String,
     pub result: Result<String, String>,
+    /// For a range with host bits set: the network it would mean, offered as a one-click fix (never applied
+    /// without the user).
+    pub fix: Option<String>,
+    /// For a valid entry: a wider entry that already holds it — of the list, or another line.
+    pub covered_by: Option<Covered>,
+}
+
+/// What covers an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Covered {
+    /// An entry of the list.
+    List(String),
+    /// Another line of the text (its value and line number).
+    Line(String, usize),
+}
+
+impl Covered {
+    pub fn describe(&self) -> String {
+        match self {
+            Covered::List(e) => format!("already covered by {e}, in the list"),
+            Covered::Line(e, line) => format!("covered by {e} on line {line}"),
+        }
+    }
 }
 
 /// Checks every non-empty, non-comment line: the first CSV field (`,`, `;` or tab separated, quotes removed).
@@ -42,13 +66,55 @@ pub fn check_lines(list_type: &str, text: &str) -> Vec<CheckedLine> {
     text.lines()
         .enumerate()
         .filter_map(|(i, raw)| {
-            let field = raw.split([',', ';', '\t']).next().unwrap_or("").trim().trim_matches('"').trim();
+            let field = first_field(raw);
             if field.is_empty() || field.starts_with('#') {
                 return None;
             }
-            Some(CheckedLine { line: i + 1, text: field.to_string(), result: normalize_entry(list_type, field) })
+            let result = normalize_entry(list_type, field);
+            let fix = if list_type == "IP" && result.is_err() { network_of(field) } else { None };
+            Some(CheckedLine { line: i + 1, text: field.to_string(), result, fix, covered_by: None })
         })
         .collect()
+}
+
+fn first_field(raw: &str) -> &str {
+    raw.split([',', ';', '\t']).next().unwrap_or("").trim().trim_matches('"').trim()
+}
+
+/// Points out the valid entries of `lines` that a wider entry already holds: one of `list` (the list's
+/// entries), else another line.
+pub fn mark_covered(lines: &mut [CheckedLine], list: &[String]) {
+    let in_list = Coverage::new(list.iter().map(String::as_str));
+    let mut in_text = Coverage::default();
+    let mut first_line = std::collections::HashMap::new();
+    for l in lines.iter() {
+        if let Ok(v) = &l.result {
+            in_text.insert(v);
+            first_line.entry(v.clone()).or_insert(l.line);
+        }
+    }
+    for l in lines.iter_mut() {
+        let Ok(v) = &l.result else { continue };
+        l.covered_by = in_list.covering(v).map(Covered::List).or_else(|| {
+            in_text.covering(v).map(|by| {
+                let line = first_line.get(&by).copied().unwrap_or(0);
+                Covered::Line(by, line)
+            })
+        });
+    }
+}
+
+/// `text` with the entry of line `line` (1-based) replaced by `with`, the rest of the line (a CSV's other
+/// columns) as it was.
+pub fn replace_entry(text: &str, line: usize, with: &str) -> String {
+    text.split('\n')
+        .enumerate()
+        .map(|(i, raw)| {
+            let field = first_field(raw);
+            if i + 1 == line && !field.is_empty() { raw.replacen(field, with, 1) } else { raw.to_string() }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The distinct valid values of checked lines, in order.
@@ -270,6 +336,7 @@ fn ListDetail(id: String) -> impl IntoView {
         async move { api::get_list(&c, &list_id.get_value()).await }
     });
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
+    let writable = Memo::new(move |_| auth.me().map(|u| u.role.id != "viewer"));
     let task = RwSignal::new(None::<edge_api::Task>);
     let pending = RwSignal::new(None::<Removal>);
     let act = act(move |a: &Removal| {
@@ -314,11 +381,12 @@ fn ListDetail(id: String) -> impl IntoView {
         <AsyncView resource=list loading="Loading the list…" let:answer>
             <ListHeader list=answer writable=auth.can_write() reload pending />
         </AsyncView>
-        // Rendered once per list, not on every reload, so that what they show (a report, a page) stays.
+        // Rendered once per list, not on every reload, so that what they show (a report, a page) stays; and
+        // once the user's role is known, so that its arrival does not rebuild them under their reads.
         {move || {
+            let writable = writable.get()?;
             kind.get()
                 .map(|(id, list_type)| {
-                    let writable = auth.can_write();
                     view! {
                         {writable.then(|| view! { <AddEntries list_id=id.clone() list_type reload /> })}
                         <Entries list_id=id writable reload pending />
@@ -506,21 +574,52 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
     let calls = RwSignal::new(Vec::<AddCall>::new());
     let sending = RwSignal::new(false);
     let lt = StoredValue::new(list_type.clone());
+    let id = StoredValue::new(list_id);
+    // The list's entries, read at the first Check of an IP list (not before: a list may hold 50,000), to point
+    // out new entries a wider one already holds; read again after an add.
+    let in_list = RwSignal::new(None::<Vec<String>>);
+    let reading_list = StoredValue::new(false);
     let check = move || {
         let t = match source.get_untracked() {
             Lines::Text => text.get_untracked(),
             Lines::File { text, .. } => text,
         };
-        checked.set(Some(check_lines(&lt.get_value(), &t)));
+        let mut lines = check_lines(&lt.get_value(), &t);
+        in_list.with_untracked(|l| mark_covered(&mut lines, l.as_deref().unwrap_or_default()));
+        checked.set(Some(lines));
+        if lt.get_value() == "IP" && in_list.with_untracked(Option::is_none) && !reading_list.get_value() {
+            reading_list.set_value(true);
+            let (c, list) = (customer.get_untracked(), id.get_value());
+            leptos::task::spawn_local(async move {
+                let Ok(entries) = api::list_entries_all(&c, &list).await else { return };
+                let _ = checked.try_update(|lines| {
+                    if let Some(lines) = lines {
+                        mark_covered(lines, &entries);
+                    }
+                });
+                let _ = in_list.try_set(Some(entries));
+                reading_list.try_set_value(false);
+            });
+        }
     };
-    let id = StoredValue::new(list_id);
+    // A one-click fix: the line's entry replaced in what the user gave (the text, or the file's text), then
+    // checked again.
+    let apply_fixes = move |fixes: Vec<(usize, String)>| {
+        let fixed = |t: &str| fixes.iter().fold(t.to_string(), |t, (line, with)| replace_entry(&t, *line, with));
+        match source.get_untracked() {
+            Lines::Text => text.update(|t| *t = fixed(t)),
+            Lines::File { name, text } => source.set(Lines::File { name, text: fixed(&text) }),
+        }
+        check();
+    };
     let add = move |values: Vec<String>| {
         sending.set(true);
-        let c = customer.get_untracked();
+        let (c, list) = (customer.get_untracked(), id.get_value());
         leptos::task::spawn_local(async move {
-            add_in_calls(c, id.get_value(), values, calls).await;
+            add_in_calls(c, list, values, calls).await;
             let _ = sending.try_set(false);
-            if calls.with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) {
+            let _ = in_list.try_set(None);
+            if calls.try_with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) == Some(true) {
                 let _ = text.try_set(String::new());
                 let _ = source.try_set(Lines::Text);
                 let _ = checked.try_set(None);
@@ -581,6 +680,8 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
                     .map(|lines| {
                         let valid = valid_values(&lines);
                         let invalid: Vec<&CheckedLine> = lines.iter().filter(|l| l.result.is_err()).collect();
+                        let covered: Vec<&CheckedLine> = lines.iter().filter(|l| l.covered_by.is_some()).collect();
+                        let fixes: Vec<(usize, String)> = lines.iter().filter_map(|l| Some((l.line, l.fix.clone()?))).collect();
                         let n = valid.len();
                         let calls_needed = n.div_ceil(MAX_ENTRIES_PER_CALL);
                         view! {
@@ -593,6 +694,7 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
                                         lines.len(),
                                         if lines.iter().filter(|l| l.result.is_ok()).count() > n { " (duplicates merged)" } else { "" },
                                     )}
+                                    {(!covered.is_empty()).then(|| format!("; {} already covered by a wider entry", covered.len()))}
                                     {(calls_needed > 1).then(|| format!("; sent in {calls_needed} calls of at most {MAX_ENTRIES_PER_CALL}"))}
                                 </p>
                                 {(!invalid.is_empty())
@@ -603,15 +705,51 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
                                                     .iter()
                                                     .take(50)
                                                     .map(|l| {
+                                                        let fix = l.fix.clone().map(|f| {
+                                                            let (line, label) = (l.line, format!("Line {}: use {f}", l.line));
+                                                            view! {
+                                                                " "
+                                                                <button type="button" class="link fix" data-line=line aria-label=label on:click=move |_| apply_fixes(vec![(line, f.clone())])>
+                                                                    {format!("Use {}", l.fix.clone().unwrap_or_default())}
+                                                                </button>
+                                                            }
+                                                        });
                                                         view! {
                                                             <li>
                                                                 {format!("Line {}: ", l.line)}
                                                                 {l.result.clone().err().unwrap_or_default()}
+                                                                {fix}
                                                             </li>
                                                         }
                                                     })
                                                     .collect_view()}
                                                 {(invalid.len() > 50).then(|| view! { <li>{format!("… and {} more", invalid.len() - 50)}</li> })}
+                                            </ul>
+                                        }
+                                    })}
+                                {(fixes.len() > 1)
+                                    .then(|| {
+                                        let n = fixes.len();
+                                        view! {
+                                            <button type="button" class="fix-all" on:click=move |_| apply_fixes(fixes.clone())>
+                                                {format!("Use the network of all {n} ranges with host bits set")}
+                                            </button>
+                                        }
+                                    })}
+                                {(!covered.is_empty())
+                                    .then(|| {
+                                        view! {
+                                            <ul class="covered-lines">
+                                                {covered
+                                                    .iter()
+                                                    .take(50)
+                                                    .map(|l| {
+                                                        let value = l.result.clone().unwrap_or_default();
+                                                        let how = l.covered_by.as_ref().map(Covered::describe).unwrap_or_default();
+                                                        view! { <li data-line=l.line>{format!("Line {}: {value} is {how}.", l.line)}</li> }
+                                                    })
+                                                    .collect_view()}
+                                                {(covered.len() > 50).then(|| view! { <li>{format!("… and {} more", covered.len() - 50)}</li> })}
                                             </ul>
                                         }
                                     })}

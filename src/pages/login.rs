@@ -32,6 +32,17 @@ pub fn LoginPage() -> impl IntoView {
     let otp = RwSignal::new(String::new());
     let need_otp = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
+    // What to do next, said neutrally (asking for the code is no error).
+    let prompt = RwSignal::new(None::<String>);
+    let otp_field = NodeRef::<leptos::html::Input>::new();
+    // The code field takes the focus when it appears, so that the code is not typed into the password.
+    Effect::new(move |_| {
+        if need_otp.get()
+            && let Some(field) = otp_field.get()
+        {
+            let _ = field.focus();
+        }
+    });
     let expired = query_param("reason").as_deref() == Some("expired");
 
     let login = act(move |a: &Attempt| {
@@ -52,9 +63,13 @@ pub fn LoginPage() -> impl IntoView {
         }
         Some(Err(e)) if e.kind() == "otp_required" => {
             need_otp.set(true);
-            problem.set(Some("Enter the six-digit code from your authenticator app.".into()));
+            problem.set(None);
+            prompt.set(Some("Enter the six-digit code from your authenticator app.".into()));
         }
-        Some(Err(e)) => problem.set(Some(e.body.message.clone())),
+        Some(Err(e)) => {
+            prompt.set(None);
+            problem.set(Some(e.body.message.clone()));
+        }
         None => {}
     });
 
@@ -114,14 +129,15 @@ pub fn LoginPage() -> impl IntoView {
                         "One-time code"
                         <input
                             name="otp"
+                            node_ref=otp_field
                             inputmode="numeric"
                             autocomplete="one-time-code"
                             maxlength="6"
                             bind:value=otp
-                            autofocus=true
                         />
                     </label>
                 </Show>
+                {move || prompt.get().map(|p| view! { <div class="notice info" role="status" id="otp-prompt">{p}</div> })}
                 {move || problem.get().map(|p| view! { <div class="notice error" role="alert">{p}</div> })}
                 <button type="submit" class="primary" disabled=move || login.pending().get()>
                     {move || if login.pending().get() { "Logging in…" } else { "Log in" }}

@@ -425,7 +425,7 @@ fn TwoFactor(me: User) -> impl IntoView {
                     view! {
                         <p>
                             <span class="badge ok">"On"</span>
-                            " Logging in asks for a code from your authenticator app. To turn it off (for instance after losing your phone), ask an administrator."
+                            " Logging in asks for a code from your authenticator app. To turn it off (for instance after losing your phone), ask an administrator; an administrator turns off their own under Users & roles, with their password and a current code."
                         </p>
                     }
                         .into_any()

@@ -290,7 +290,8 @@ fn run(customer: String, action: String, uris: Vec<PurgeUri>, s: Submission, don
                 }
             }
             if !open {
-                done.run(());
+                // The view may have gone while the last answer was on its way.
+                let _ = done.try_run(());
             }
             open
         }
@@ -424,7 +425,8 @@ fn PurgeForm(
         input.set_value("");
         spawn_local(async move {
             if let Ok(content) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                source.set(Source::File { name: file.name(), text: content.as_string().unwrap_or_default() });
+                let _ =
+                    source.try_set(Source::File { name: file.name(), text: content.as_string().unwrap_or_default() });
             }
         });
     };

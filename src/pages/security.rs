@@ -5,11 +5,12 @@
 
 use edge_api::stats::{Granularity, SHAPING_CATEGORIES, StatsResponse, WAF_CATEGORIES, format_time};
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::{
     api::{self, Column},
     components::{
-        async_view::{AsyncView, Load, load},
+        async_view::{AsyncView, Later, Load, load},
         chart::{BarList, TimeChart, grouped},
         curl::CopyCurl,
         pager::Pager,
@@ -18,7 +19,7 @@ use crate::{
     },
     pages::{
         lists::AddToListDialog,
-        stats::{bars, filters::FilterBuilder, filters::with_condition, series_of},
+        stats::{bars, filters::FilterBuilder, filters::with_condition, series_over},
         use_customer, use_query_state,
     },
     session::Auth,
@@ -169,9 +170,10 @@ pub fn Security() -> impl IntoView {
                 <p class="hint">"Raw events are kept for the previous three days and today; trends and top lists for longer."</p>
             </div>
             <div class="grid-2">
-                <TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events />
-                <TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events />
-                <TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events />
+                <Later><TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events /></Later>
+                <Later><TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events /></Later>
+                <Later><TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events /></Later>
+                <Later>
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top WAF"</h2>
@@ -183,6 +185,8 @@ pub fn Security() -> impl IntoView {
                     </div>
                     <TopBars url=waf_top_url id="waf-top" category=waf_category categories=&WAF_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
+                </Later>
+                <Later>
                 <div class="card panel">
                     <div class="toolbar">
                         <h2>"Top traffic shaping"</h2>
@@ -194,8 +198,10 @@ pub fn Security() -> impl IntoView {
                     </div>
                     <TopBars url=ts_top_url id="ts-top" category=ts_category categories=&SHAPING_CATEGORIES show_events adding writable=Signal::derive(writable) />
                 </div>
+                </Later>
             </div>
-            <div class="card panel wide" id="events">
+            <Later>
+                <div class="card panel wide" id="events">
                 <div class="toolbar">
                     <h2>"Events"</h2>
                     <span class="spacer"></span>
@@ -214,6 +220,7 @@ pub fn Security() -> impl IntoView {
                     }}
                 </AsyncView>
             </div>
+                </Later>
             {move || {
                 adding
                     .get()
@@ -315,7 +322,8 @@ fn TrendCard(
             <AsyncView resource=data let:answer>
                 {match (answer, range.get_untracked()) {
                     (Some(r), Some(range)) => {
-                        let series = series_of(&r, "hits");
+                        let step = granularity_for(range).millis();
+                        let (series, partial) = series_over(&r, "hits", range.start, range.end, step, now_ms());
                         let total: f64 = series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v)).sum();
                         let y_title = format!("Requests {}", match granularity_for(range) {
                             Granularity::FiveMinute => "per 5 minutes",
@@ -331,6 +339,7 @@ fn TrendCard(
                                 stacked=true
                                 y_title
                                 height=240
+                                partial=partial
                                 on_filter=Callback::new(move |v: String| on_filter.run((dim.to_string(), v)))
                             />
                             <p class="muted small">{format!("Total {}", grouped(total as i64))}</p>
@@ -365,6 +374,28 @@ fn TopBars(
         category.track();
         picked.set(None);
     });
+    // The panel opens where the user is looking: below the bars it may be out of view (a click that seemed to
+    // do nothing), so it takes the focus, which scrolls it into view when it is not; closing it gives the focus
+    // back to the bar.
+    let panel = NodeRef::<leptos::html::Div>::new();
+    Effect::new(move |_| {
+        if let Some(el) = panel.get() {
+            let _ = el.focus();
+        }
+    });
+    let close = move || {
+        let value = picked.get_untracked();
+        picked.set(None);
+        let bar = value.and_then(|v| {
+            let items = document().query_selector_all(&format!("#{id} li[data-value] button")).ok()?;
+            (0..items.length())
+                .filter_map(|i| items.item(i)?.dyn_into::<web_sys::HtmlElement>().ok())
+                .find(|b| b.parent_element().and_then(|li| li.get_attribute("data-value")).as_deref() == Some(&v))
+        });
+        if let Some(b) = bar {
+            let _ = b.focus();
+        }
+    };
     view! {
         <AsyncView resource=data let:answer>
             {match answer {
@@ -392,7 +423,18 @@ fn TopBars(
                     let kind = list_type(d);
                     let (a, b) = (value.clone(), value.clone());
                     view! {
-                        <div class="picked" role="group" aria-label=format!("{d} {value}")>
+                        <div
+                            class="picked"
+                            role="group"
+                            aria-label=format!("{d} {value}")
+                            node_ref=panel
+                            tabindex="-1"
+                            on:keydown=move |e: leptos::ev::KeyboardEvent| {
+                                if e.key() == "Escape" {
+                                    close();
+                                }
+                            }
+                        >
                             <span>
                                 <code>{value.clone()}</code>
                                 {format!(" ({})", d.replace('_', " "))}
@@ -409,7 +451,7 @@ fn TopBars(
                                         </button>
                                     }
                                 })}
-                            <button type="button" class="icon" aria-label="Close" on:click=move |_| picked.set(None)>"×"</button>
+                            <button type="button" class="icon" aria-label="Close" on:click=move |_| close()>"×"</button>
                         </div>
                     }
                 })

@@ -31,19 +31,22 @@ enum Editing {
 enum Pending {
     Delete(User),
     ResetPassword(User),
-    DisableOtp(User),
+    /// With the caller's password and code when the user is the caller.
+    DisableOtp(User, Option<api::Confirm>),
 }
 
 #[component]
 pub fn Users() -> impl IntoView {
     let auth = Auth::get();
+    let role = Memo::new(move |_| auth.me().map(|u| u.role.id));
     view! {
         <section class="page">
             <h1>"Users & roles"</h1>
-            {move || match auth.me() {
-                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(me) if me.role.id == "admin" => view! { <UserAdmin me /> }.into_any(),
-                Some(me) => {
+            // By role, not by the whole record: a refreshed record (two-factor turned on) rebuilds nothing.
+            {move || match role.get().map(|_| auth.me_untracked()) {
+                None | Some(None) => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                Some(Some(me)) if me.role.id == "admin" => view! { <UserAdmin me /> }.into_any(),
+                Some(Some(me)) => {
                     view! {
                         <div class="notice info">
                             {format!(
@@ -120,7 +123,7 @@ fn UserAdmin(me: User) -> impl IntoView {
                 Pending::ResetPassword(u) => api::reset_password(&customer, &u.id)
                     .await
                     .map(|_| format!("{}'s password was reset; a link to set a new one was e-mailed.", u.username)),
-                Pending::DisableOtp(u) => api::disable_otp(&customer, &u.id)
+                Pending::DisableOtp(u, confirm) => api::disable_otp(&customer, &u.id, confirm.as_ref())
                     .await
                     .map(|_| format!("Two-factor authentication of {} is off.", u.username)),
             }
@@ -246,12 +249,34 @@ fn UserAdmin(me: User) -> impl IntoView {
                             ),
                             "Reset password",
                         ),
-                        Pending::DisableOtp(u) => (
+                        Pending::DisableOtp(u, _) if u.id == me_id.get_value() => (
+                            "Turn off your own two-factor?".to_string(),
+                            "Your account will be protected by the password alone. Confirm that it is you: your password and a current code from your authenticator app.".to_string(),
+                            "Turn off two-factor",
+                        ),
+                        Pending::DisableOtp(u, _) => (
                             format!("Turn off two-factor for {}?", u.username),
                             format!("{} will log in with the password alone until they set up two-factor again.", u.username),
                             "Turn off two-factor",
                         ),
                     };
+                    // One's own second factor: the password and a code again (the server insists too).
+                    let own = matches!(&p, Pending::DisableOtp(u, _) if u.id == me_id.get_value());
+                    let (password, code) = (RwSignal::new(String::new()), RwSignal::new(String::new()));
+                    let reauth = own.then(|| {
+                        view! {
+                            <div class="form">
+                                <label>
+                                    "Your password"
+                                    <input name="confirm-password" type="password" autocomplete="current-password" bind:value=password />
+                                </label>
+                                <label>
+                                    "One-time code"
+                                    <input name="confirm-otp" inputmode="numeric" autocomplete="one-time-code" maxlength="6" bind:value=code />
+                                </label>
+                            </div>
+                        }
+                    });
                     view! {
                         <Confirm
                             title
@@ -260,13 +285,26 @@ fn UserAdmin(me: User) -> impl IntoView {
                             pending=act.pending()
                             error=act_error
                             on_confirm=Callback::new(move |_| {
-                                act.dispatch(p.clone());
+                                let p = match &p {
+                                    Pending::DisableOtp(u, _) if own => {
+                                        let confirm = api::Confirm {
+                                            username: u.username.clone(),
+                                            password: password.get_untracked(),
+                                            otp: Some(code.get_untracked().trim().to_string()),
+                                        };
+                                        Pending::DisableOtp(u.clone(), Some(confirm))
+                                    }
+                                    other => other.clone(),
+                                };
+                                act.dispatch(p);
                             })
                             on_close=Callback::new(move |_| {
                                 act.value().set(None);
                                 pending.set(None);
                             })
-                        />
+                        >
+                            {reauth}
+                        </Confirm>
                     }
                 })
         }}
@@ -322,7 +360,7 @@ fn UserRow(
                 {otp
                     .then(|| {
                         view! {
-                            <button class="link" on:click=move |_| ask(Pending::DisableOtp(u3.clone()))>
+                            <button class="link" on:click=move |_| ask(Pending::DisableOtp(u3.clone(), None))>
                                 "Turn off two-factor"
                             </button>
                         }

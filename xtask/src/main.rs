@@ -2,6 +2,7 @@
 //! console and the server, and runs every test.
 
 mod layers;
+mod lighthouse;
 mod size;
 mod tools;
 
@@ -25,6 +26,10 @@ const USAGE: &str = "usage:
   cargo xtask perf-console           load times of the console in headless Chromium through the real server:
                                      login form and login to first chart, on loopback and an emulated
                                      10 Mbit/s, 40 ms link (cold cache, medians)
+  cargo xtask lighthouse [--runs N]  Lighthouse 12.2.3 (pinned, xtask/pins/lighthouse), mobile settings, on the login
+                                     page, Statistics, Security and Properties of a release build with demo data,
+                                     logged in; median of N runs (default 3); fails under performance 0.9 or best
+                                     practices 1.0
   cargo xtask screenshots            the end-to-end tests, saving screenshots of the views into docs/screenshots/
   cargo xtask size [--no-build]      raw, gzip and brotli size of every file of the console, of its first view
                                      and of the whole; fails over the budget (350 KB and 600 KB brotli)
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         Some("load") => load(&args[1..]),
         Some("size") => size_command(&args[1..]),
         Some("perf-console") => perf_console(),
+        Some("lighthouse") => lighthouse::command(&args[1..]),
         Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
         Some("layers") => layers_command(),
@@ -83,7 +89,7 @@ pub fn root() -> PathBuf {
 /// `org.chromium.Chromium.*` directories in TMPDIR), removed when dropped: a run leaves nothing behind. It sits
 /// directly in the system's temp dir, not under target/: Chromium's singleton socket lives a few levels below
 /// it, and a Unix socket path may not exceed 107 bytes (a deep checkout made Chromium exit at start).
-struct BrowserTmp(PathBuf);
+struct BrowserTmp(pub PathBuf);
 
 impl BrowserTmp {
     fn new() -> Result<BrowserTmp> {
@@ -99,7 +105,7 @@ impl Drop for BrowserTmp {
     }
 }
 
-fn cargo() -> Command {
+pub fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root());
     // A clean CI build gains nothing from incremental caches, which would double target/'s size on a small disk.
@@ -126,7 +132,7 @@ fn describe(cmd: &Command) -> String {
         .join(" ")
 }
 
-fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
+pub fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
     run(cargo().args(["fetch", "--locked"]))?;
     run(tools.command("trunk").current_dir(root()).args(["build", "--release", "--offline", "--locked"]))?;
     // The first view (login, password reset) as its own small app beside the console: see src/signin.rs.

@@ -11,8 +11,9 @@ use anyhow::{Context, Result, bail};
 
 /// Most a first view (index.html and everything it loads) may weigh with brotli, in bytes.
 pub const FIRST_VIEW_BUDGET: u64 = 350 * 1024;
-/// Most the whole console may weigh with brotli, in bytes.
-pub const WHOLE_BUDGET: u64 = 600 * 1024;
+/// Most the whole console may weigh with brotli, in bytes: a guard against growth by accident until issue 22
+/// replaces it with budgets users feel (login form and first chart times, Lighthouse), loading views lazily.
+pub const WHOLE_BUDGET: u64 = 700 * 1024;
 
 /// The kinds of file worth compressing (the rest, e.g. images, are compressed already).
 const COMPRESSIBLE: [&str; 7] = ["html", "js", "css", "wasm", "svg", "json", "txt"];

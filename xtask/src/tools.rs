@@ -233,22 +233,28 @@ pub fn ensure_cluster_tools() -> Result<()> {
     Ok(())
 }
 
-/// The npm tools of pins/npm (binaryen's wasm-opt, axe-core) under target/tools: `npm ci` from the committed
-/// package-lock.json, again whenever the lock changes.
+/// The npm tools of pins/npm (binaryen's wasm-opt, axe-core) under target/tools.
 pub fn ensure_npm_tools() -> Result<()> {
-    let pins = root().join("xtask/pins/npm");
-    let prefix = root().join("target/tools");
-    let lock = std::fs::read(pins.join("package-lock.json")).context("reading xtask/pins/npm/package-lock.json")?;
+    ensure_npm_pin("npm", &root().join("target/tools")).map(drop)
+}
+
+/// The npm packages pinned in xtask/pins/<pin> (a package.json and its committed package-lock.json, every
+/// transitive dependency at its version and hash) installed under `prefix` by `npm ci`, again whenever the
+/// lock changes; returns `prefix`.
+pub fn ensure_npm_pin(pin: &str, prefix: &Path) -> Result<PathBuf> {
+    let pins = root().join("xtask/pins").join(pin);
+    let lock = std::fs::read(pins.join("package-lock.json"))
+        .with_context(|| format!("reading xtask/pins/{pin}/package-lock.json"))?;
     let stamp = prefix.join("npm-installed.json");
     if std::fs::read(&stamp).is_ok_and(|installed| installed == lock) && prefix.join("node_modules").exists() {
-        return Ok(());
+        return Ok(prefix.to_path_buf());
     }
-    std::fs::create_dir_all(&prefix)?;
+    std::fs::create_dir_all(prefix)?;
     std::fs::copy(pins.join("package.json"), prefix.join("package.json"))?;
     std::fs::write(prefix.join("package-lock.json"), &lock)?;
-    run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&prefix))?;
+    run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(prefix))?;
     std::fs::write(stamp, lock)?;
-    Ok(())
+    Ok(prefix.to_path_buf())
 }
 
 /// A Python virtual environment under target/tools with the requirements of pins/python/<name>.txt (every

@@ -3,6 +3,7 @@
 //! domain and the store, and answer.
 
 pub mod caller;
+pub mod crash_reports;
 pub mod error;
 pub mod extract;
 pub mod paging;

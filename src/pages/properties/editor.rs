@@ -26,7 +26,7 @@ use crate::{
 use super::{
     history::{ChangesTable, History},
     merge::MergeScreen,
-    nodes::StructuredEditor,
+    nodes::{Fields, StructuredEditor},
 };
 
 /// A draft kept in this browser: the version it was edited from and the configuration as edited.
@@ -113,6 +113,8 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let name = StoredValue::new(name);
     let base = RwSignal::new(None::<ConfigDocument>);
     let draft = RwSignal::new(None::<PropertyConfig>);
+    // The structured editor's fields: those holding a value that does not fit hold Save.
+    let fields = Fields::provide();
     let raw = RwSignal::new(false);
     let raw_text = RwSignal::new(String::new());
     let raw_error = RwSignal::new(None::<String>);
@@ -135,6 +137,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 offer.set(Some(d));
             }
             draft.set(Some(doc.config.clone()));
+            fields.replaced();
             base.set(Some(doc));
         }
     });
@@ -149,8 +152,12 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             draft.get_untracked().map(|d| to_value(&d)).ok_or_else(|| "Nothing loaded yet.".to_string())
         }
     };
-    // Unsaved: the draft (or the raw text) differs from the version it was edited from.
+    // Unsaved: the draft (or the raw text) differs from the version it was edited from, or a field holds what
+    // the user typed and the draft could not take.
     let dirty = Memo::new(move |_| {
+        if fields.invalid.with(|m| !m.is_empty()) {
+            return true;
+        }
         let Some(b) = base.with(|b| b.as_ref().map(|b| to_value(&b.config))) else { return false };
         if raw.get() {
             serde_json::from_str::<Value>(&raw_text.get()).map_or(true, |v| v != b)
@@ -199,6 +206,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     });
     let saved = move |doc: ConfigDocument| {
         draft.set(Some(doc.config.clone()));
+        fields.replaced();
         raw_text.set(serde_json::to_string_pretty(&doc.config).unwrap_or_default());
         base.set(Some(doc));
         if let Some(s) = storage() {
@@ -231,6 +239,10 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let start_save = move || {
         notice.set(None);
         raw_error.set(None);
+        // A field that holds what the draft could not take: the user corrects it first (the list says where).
+        if fields.invalid.with_untracked(|m| !m.is_empty()) {
+            return;
+        }
         let Some(base_doc) = base.get_untracked() else { return };
         match mine() {
             Ok(v) => reviewing.set(Some((base_doc, v))),
@@ -245,18 +257,13 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     // Rollback: an old version's configuration saved over the current one (read afresh), with If-Match and
     // the merge of a save. A draft in progress stays, edited from the version it was, and merges on its save.
     let rollback = act(move |v: &u64| {
-        let (c, v) = (customer.get_untracked(), *v);
+        // The property's name is read now: the view may be gone when the answers come.
+        let (c, v, property) = (customer.get_untracked(), *v, name.get_value());
         async move {
-            let old = api::config_version(&c, &name.get_value(), v).await?;
-            let current = api::get_config(&c, &name.get_value()).await?;
-            match save_with_merge(
-                &c,
-                &name.get_value(),
-                current,
-                to_value(&old.config),
-                &format!("Roll back to version {v}"),
-            )
-            .await?
+            let old = api::config_version(&c, &property, v).await?;
+            let current = api::get_config(&c, &property).await?;
+            match save_with_merge(&c, &property, current, to_value(&old.config), &format!("Roll back to version {v}"))
+                .await?
             {
                 Saved::Done { doc, .. } => Ok(*doc),
                 Saved::Conflicts(_) => Err(ApiError {
@@ -284,6 +291,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         if let Some(b) = base.get_untracked() {
             raw_text.set(serde_json::to_string_pretty(&b.config).unwrap_or_default());
             draft.set(Some(b.config));
+            fields.replaced();
         }
         if let Some(s) = storage() {
             let _ = s.remove_item(&key.get_value());
@@ -296,19 +304,22 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         let current = base.get_untracked().map(|b| b.version);
         if current == Some(d.version) {
             draft.set(Some(config));
+            fields.replaced();
             raw.set(false);
             return;
         }
         // Edited from an older version: that version is the base, so that saving merges with what came since.
-        let c = customer.get_untracked();
+        let (c, property) = (customer.get_untracked(), name.get_value());
         leptos::task::spawn_local(async move {
-            if let Ok(old) = api::config_version(&c, &name.get_value(), d.version).await {
+            if let Ok(old) = api::config_version(&c, &property, d.version).await {
                 let _ = notice.try_set(Some(format!(
                     "Your draft was edited from version {}; saving it merges it with the versions since.",
                     d.version
                 )));
                 let _ = base.try_set(Some(old));
-                let _ = draft.try_set(Some(config));
+                if draft.try_set(Some(config)).is_none() {
+                    fields.replaced();
+                }
                 let _ = raw.try_set(false);
             }
         });
@@ -319,6 +330,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             match serde_json::from_str::<PropertyConfig>(&raw_text.get_untracked()) {
                 Ok(c) => {
                     draft.set(Some(c));
+                    fields.replaced();
                     raw.set(false);
                 }
                 Err(e) => raw_error.set(Some(format!("Fix the JSON before leaving raw mode: {e}"))),
@@ -388,7 +400,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         {move || merge.get().map(|m| view! { <MergeScreen state=m draft base merge raw save=Callback::new(move |_| start_save()) /> })}
         <Show when=move || merge.get().is_none() && draft.get().is_some()>
             <div class="toolbar">
-                <button on:click=toggle_raw id="toggle-raw">
+                <button on:click=toggle_raw id="toggle-raw" disabled=move || !fields.invalid.with(|m| m.is_empty())>
                     {move || if raw.get() { "Structured editor" } else { "Raw JSON" }}
                 </button>
                 <Show when=move || dirty.get()>
@@ -397,19 +409,37 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                 <span class="spacer"></span>
                 <Show when=writable>
                     <button type="button" id="discard" disabled=move || !dirty.get() on:click=discard>"Discard"</button>
-                    <button class="primary" id="save-config" disabled=move || save.pending().get() on:click=move |_| start_save()>
+                    <button
+                        class="primary"
+                        id="save-config"
+                        disabled=move || save.pending().get() || !fields.invalid.with(|m| m.is_empty())
+                        aria-describedby=move || fields.invalid.with(|m| !m.is_empty()).then_some("invalid-fields")
+                        on:click=move |_| start_save()
+                    >
                         {move || if save.pending().get() { "Saving…" } else { "Save…" }}
                     </button>
                 </Show>
             </div>
             {move || raw_error.get().map(|e| view! { <div class="notice error" role="alert">{e}</div> })}
+            {move || {
+                let problems = fields.problems();
+                (!problems.is_empty())
+                    .then(|| {
+                        view! {
+                            <div class="notice error" id="invalid-fields" role="status">
+                                <strong>"Correct these fields to save:"</strong>
+                                <ul>{problems.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}</ul>
+                            </div>
+                        }
+                    })
+            }}
             <FormError error=save_error fields=&[] />
             {move || notice.get().map(|n| view! { <div class="notice success" role="status" id="save-notice">{n}</div> })}
             {move || {
                 if raw.get() {
                     view! { <textarea class="raw-json" name="raw" rows="28" spellcheck="false" aria-label="Configuration as JSON" bind:value=raw_text></textarea> }.into_any()
                 } else {
-                    view! { <StructuredEditor draft writable=writable() /> }.into_any()
+                    view! { <StructuredEditor draft writable=Signal::derive(writable) /> }.into_any()
                 }
             }}
         </Show>
@@ -417,12 +447,14 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
             reviewing
                 .get()
                 .map(|(b, mine)| {
-                    let changes = diff(&to_value(&b.config), &mine);
+                    let before = to_value(&b.config);
+                    let changes = diff(&before, &mine);
                     let n = changes.len();
+                    let docs = vec![mine, before];
                     view! {
                         <Dialog title="Review your changes".to_string() on_close=Callback::new(move |_| reviewing.set(None)) id="review">
                             <p>{format!("{n} change(s) against version {}:", b.version)}</p>
-                            <ChangesTable changes />
+                            <ChangesTable changes docs />
                             <label>
                                 "What changed (optional)"
                                 <input class="comment" name="comment" bind:value=comment />
@@ -438,6 +470,12 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                     }
                 })
         }}
-        <History name=name.get_value() reload=history_reload writable=Signal::derive(writable) rollback />
+        <History
+            name=name.get_value()
+            reload=history_reload
+            writable=Signal::derive(writable)
+            rollback
+            current=Signal::derive(move || base.with(|b| b.as_ref().map(|b| to_value(&b.config))))
+        />
     }
 }

@@ -5,6 +5,7 @@ use edge_api::config::{Change, ConfigDocument};
 use leptos::prelude::*;
 use serde_json::Value;
 
+use super::labels::{human_path, value_text};
 use crate::{
     api::{self, ApiError},
     components::{
@@ -23,20 +24,24 @@ pub(super) fn History(
     #[prop(into)] writable: Signal<bool>,
     /// Rolls back to a version; its value is the outcome (a notice or the error).
     rollback: Action<u64, Result<ConfigDocument, ApiError>>,
+    /// The current configuration, to name the nodes of a comparison.
+    #[prop(into)]
+    current: Signal<Option<Value>>,
 ) -> impl IntoView {
     let customer = use_customer();
     let name = StoredValue::new(name);
     let versions = load(move || {
-        let c = customer.get();
+        let (c, property) = (customer.get(), name.get_value());
         reload.track();
-        async move { api::config_versions(&c, &name.get_value()).await }
+        // Values, not the view's stores, go into the request: it may be answered after the view is gone.
+        async move { api::config_versions(&c, &property).await }
     });
     let compare = RwSignal::new(None::<(u64, u64)>);
     let diff = load(move || {
-        let (c, pair) = (customer.get(), compare.get());
+        let (c, pair, property) = (customer.get(), compare.get(), name.get_value());
         async move {
             match pair {
-                Some((from, to)) => api::config_diff(&c, &name.get_value(), from, to).await.map(Some),
+                Some((from, to)) => api::config_diff(&c, &property, from, to).await.map(Some),
                 None => Ok(None),
             }
         }
@@ -103,7 +108,8 @@ pub(super) fn History(
                 {answer
                     .map(|changes| {
                         let (from, to) = compare.get_untracked().unwrap_or_default();
-                        view! { <DiffView from to changes /> }
+                        let docs = current.get_untracked().into_iter().collect();
+                        view! { <DiffView from to changes docs /> }
                     })}
             </AsyncView>
         </div>
@@ -133,57 +139,50 @@ pub(super) fn History(
 }
 
 #[component]
-fn DiffView(from: u64, to: u64, changes: Vec<Change>) -> impl IntoView {
+fn DiffView(from: u64, to: u64, changes: Vec<Change>, docs: Vec<Value>) -> impl IntoView {
     view! {
         <h3>{format!("Changes from version {from} to {to}")}</h3>
-        <ChangesTable changes />
+        <ChangesTable changes docs />
     }
 }
 
-/// Changes between two configurations: where, what, before and after.
+/// Changes between two configurations, one under the other so that each stays readable at any width: where
+/// for a person ("Origins › api-cluster-x › Port", the API's path on hover), what happened, before → after.
+/// `docs` (the configurations concerned, newest first) name the nodes.
 #[component]
-pub(super) fn ChangesTable(changes: Vec<Change>) -> impl IntoView {
-    let show = |v: &Option<Value>| v.as_ref().map(|v| serde_json::to_string(v).unwrap_or_default()).unwrap_or_default();
-    view! {
-        {if changes.is_empty() {
-            view! { <p class="muted">"No differences."</p> }.into_any()
-        } else {
-            view! {
-                <div class="table-scroll">
-                <table class="data diff">
-                    <thead>
-                        <tr>
-                            <th>"Where"</th>
-                            <th>"Change"</th>
-                            <th>"Before"</th>
-                            <th>"After"</th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        {changes
-                            .iter()
-                            .map(|c| {
-                                view! {
-                                    <tr class=format!("op-{}", c.op)>
-                                        <td>
-                                            <code>{c.path.clone()}</code>
-                                        </td>
-                                        <td>{c.op.clone()}</td>
-                                        <td>
-                                            <code class="before">{show(&c.before)}</code>
-                                        </td>
-                                        <td>
-                                            <code class="after">{show(&c.after)}</code>
-                                        </td>
-                                    </tr>
-                                }
-                            })
-                            .collect_view()}
-                    </tbody>
-                </table>
-                </div>
-            }
-                .into_any()
-        }}
+pub(super) fn ChangesTable(changes: Vec<Change>, #[prop(optional)] docs: Vec<Value>) -> impl IntoView {
+    let docs: Vec<&Value> = docs.iter().collect();
+    if changes.is_empty() {
+        return view! { <p class="muted">"No differences."</p> }.into_any();
     }
+    let items = changes
+        .iter()
+        .map(|c| {
+            let what = match c.op.as_str() {
+                "added" => "added",
+                "removed" => "removed",
+                _ => "changed",
+            };
+            let values = match what {
+                "added" => view! { <code class="after">{value_text(c.after.as_ref())}</code> }.into_any(),
+                "removed" => view! { <code class="before">{value_text(c.before.as_ref())}</code> }.into_any(),
+                _ => view! {
+                    <code class="before">{value_text(c.before.as_ref())}</code>
+                    <span class="arrow" aria-label="becomes">" → "</span>
+                    <code class="after">{value_text(c.after.as_ref())}</code>
+                }
+                .into_any(),
+            };
+            view! {
+                <li class=format!("change op-{what}") data-path=c.path.clone()>
+                    <div class="change-where">
+                        <span class="where" title=c.path.clone()>{human_path(&c.path, &docs)}</span>
+                        <span class=format!("badge op {what}")>{what}</span>
+                    </div>
+                    <div class="change-values">{values}</div>
+                </li>
+            }
+        })
+        .collect_view();
+    view! { <ul class="changes diff">{items}</ul> }.into_any()
 }

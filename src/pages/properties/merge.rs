@@ -4,7 +4,7 @@ use edge_api::config::{ConfigDocument, PropertyConfig, set_at};
 use leptos::prelude::*;
 use serde_json::Value;
 
-use super::editor::MergeState;
+use super::{editor::MergeState, labels::human_path, nodes::Fields};
 
 /// The conflicts of a merge: base, theirs and mine side by side, a choice for each.
 #[component]
@@ -35,6 +35,9 @@ pub(super) fn MergeScreen(
                 // The merge now builds on their version: save it with their etag.
                 base.set(Some(s.theirs.clone()));
                 draft.set(Some(config));
+                if let Some(f) = Fields::get() {
+                    f.replaced();
+                }
                 raw.set(false);
                 merge.set(None);
                 save.run(());
@@ -45,9 +48,13 @@ pub(super) fn MergeScreen(
     let discard = move |_| {
         let s = st.get_value();
         draft.set(Some(s.theirs.config.clone()));
+        if let Some(f) = Fields::get() {
+            f.replaced();
+        }
         base.set(Some(s.theirs));
         merge.set(None);
     };
+    let theirs_doc = serde_json::to_value(&state.theirs.config).unwrap_or(Value::Null);
     view! {
         <div class="card panel wide merge" id="merge-screen">
             <h2>"Someone else changed this property"</h2>
@@ -59,6 +66,7 @@ pub(super) fn MergeScreen(
                     state.conflicts.len(),
                 )}
             </p>
+            <div class="table-scroll">
             <table class="data conflicts">
                 <thead>
                     <tr>
@@ -78,7 +86,7 @@ pub(super) fn MergeScreen(
                             view! {
                                 <tr data-path=c.path.clone()>
                                     <td>
-                                        <code>{c.path.clone()}</code>
+                                        <span title=c.path.clone()>{human_path(&c.path, &[&state.merged, &theirs_doc])}</span>
                                     </td>
                                     <td>
                                         <pre>{show(&c.base)}</pre>
@@ -113,6 +121,7 @@ pub(super) fn MergeScreen(
                         .collect_view()}
                 </tbody>
             </table>
+            </div>
             {move || error.get().map(|e| view! { <div class="notice error" role="alert">{e}</div> })}
             <div class="actions">
                 <button on:click=discard>"Discard my changes"</button>

@@ -5,8 +5,9 @@
 
 mod editor;
 mod history;
+pub mod labels;
 mod merge;
-mod nodes;
+pub mod nodes;
 
 use edge_api::config::NewProperty;
 use leptos::{ev, prelude::*};

@@ -56,12 +56,18 @@ impl Measure {
         (self.value.number(row), self.hits.map(|h| h.number(row)).unwrap_or(1.0))
     }
 
-    /// The value of accumulated (amount, weight).
-    fn value(&self, (amount, weight): (f64, f64)) -> f64 {
+    /// The value of accumulated (amount, weight); an average of no requests is 0 (for totals).
+    fn value(&self, acc: (f64, f64)) -> f64 {
+        let v = self.point(acc);
+        if v.is_nan() { 0.0 } else { v }
+    }
+
+    /// The value of a point of a series: an average of no requests is no value (NaN, drawn as a gap).
+    fn point(&self, (amount, weight): (f64, f64)) -> f64 {
         match self.hits {
             None => amount,
             Some(_) if weight > 0.0 => amount / weight,
-            Some(_) => 0.0,
+            Some(_) => f64::NAN,
         }
     }
 }
@@ -121,7 +127,7 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     for (i, (name, points)) in ranked.into_iter().enumerate() {
         if i < SERIES {
-            out.push(Series { name, points: points.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect() });
+            out.push(Series { name, points: points.into_iter().map(|(t, acc)| (t, measure.point(acc))).collect() });
         } else {
             for (t, acc) in points {
                 add(other.entry(t).or_default(), acc);
@@ -134,10 +140,64 @@ pub fn series_of(r: &StatsResponse, metric: &str) -> Vec<Series> {
         }
         out.push(Series {
             name: "other".into(),
-            points: other.into_iter().map(|(t, acc)| (t, measure.value(acc))).collect(),
+            points: other.into_iter().map(|(t, acc)| (t, measure.point(acc))).collect(),
         });
     }
     out
+}
+
+/// At most this many buckets are filled in (a 24-hour range of 5-minute buckets has 288; 31 days hourly 744).
+const MAX_BUCKETS: i64 = 10_000;
+
+/// The start of every bucket of `step` milliseconds that [start, end) touches, aligned as the API's buckets
+/// are (to multiples of the step since the epoch); nothing when there would be more than [`MAX_BUCKETS`].
+pub fn buckets(start: i64, end: i64, step: i64) -> Vec<i64> {
+    if step <= 0 || end <= start || (end - start) / step > MAX_BUCKETS {
+        return Vec::new();
+    }
+    let first = start - start.rem_euclid(step);
+    (0..).map(|i| first + i * step).take_while(|t| *t < end).collect()
+}
+
+/// Gives every series a point at every bucket: a bucket without rows is zero for a count or a sum — no rows is
+/// no traffic, and a line must not bridge it — and no value (NaN, a gap) for an average, which has nothing to
+/// average there.
+pub fn fill_buckets(series: &mut [Series], buckets: &[i64], average: bool) {
+    if buckets.is_empty() {
+        return;
+    }
+    let missing = if average { f64::NAN } else { 0.0 };
+    for s in series.iter_mut() {
+        let known: BTreeMap<i64, f64> = s.points.iter().copied().collect();
+        let mut points: Vec<(i64, f64)> =
+            buckets.iter().map(|t| (*t, known.get(t).copied().unwrap_or(missing))).collect();
+        // Rows off the buckets' grid (another alignment) are kept rather than lost.
+        points.extend(known.iter().filter(|(t, _)| buckets.binary_search(t).is_err()).map(|(t, v)| (*t, *v)));
+        points.sort_by_key(|(t, _)| *t);
+        s.points = points;
+    }
+}
+
+/// The series of one metric over [start, end) in buckets of `step` ms — every bucket present (see
+/// [`fill_buckets`]) — and the start of the bucket still filling at `now`, if any.
+pub fn series_over(
+    r: &StatsResponse,
+    metric: &str,
+    start: i64,
+    end: i64,
+    step: i64,
+    now: i64,
+) -> (Vec<Series>, Option<i64>) {
+    let mut series = series_of(r, metric);
+    let all = buckets(start, end, step);
+    fill_buckets(&mut series, &all, is_latency(metric));
+    (series, partial_bucket(&all, step, now))
+}
+
+/// The start of the bucket still filling at `now` (its end is after `now`), if the range reaches it: its
+/// numbers are partial and the chart marks it so.
+pub fn partial_bucket(buckets: &[i64], step: i64, now: i64) -> Option<i64> {
+    buckets.last().copied().filter(|b| b + step > now)
 }
 
 /// The top `n` values of the first dimension by a metric, over the whole range (a latency: the slowest).

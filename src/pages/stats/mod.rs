@@ -24,14 +24,14 @@ use self::{
     view::{PAGE_SIZE, narrowable, params, rank_metric, ranking, series_dims},
 };
 pub use self::{
-    data::{bars, is_latency, series_of, to_csv, totals},
+    data::{bars, buckets, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals},
     view::{View, grouping_state, metric_label},
 };
 use crate::{
     api,
     components::download::download,
     components::{
-        async_view::{AsyncView, Cancel, load},
+        async_view::{AsyncView, Cancel, Later, load},
         chart::{BarList, TimeChart, Unit},
         curl::CopyCurl,
         range::{Range, RangePicker, allowed_granularities, now_ms},
@@ -266,6 +266,7 @@ pub fn Statistics() -> impl IntoView {
                         "Compare with the previous period"
                     </label>
                 </div>
+                <Later>
                 <fieldset class="picker" id="dimensions">
                     <legend>"Dimensions"</legend>
                     {DELIVERY_DIMENSIONS
@@ -305,6 +306,8 @@ pub fn Statistics() -> impl IntoView {
                             })
                     }}
                 </fieldset>
+                </Later>
+                <Later>
                 <fieldset class="picker" id="metrics">
                     <legend>"Metrics"</legend>
                     {DELIVERY_METRICS
@@ -320,6 +323,8 @@ pub fn Statistics() -> impl IntoView {
                         })
                         .collect_view()}
                 </fieldset>
+                </Later>
+                <Later>
                 <FilterBuilder
                     filters=Signal::derive(move || view.get().filters)
                     dims=&FILTER_DIMENSIONS
@@ -330,10 +335,16 @@ pub fn Statistics() -> impl IntoView {
                         })
                     })
                 />
+                </Later>
             </div>
-            <AsyncView resource=kpis let:totals>
-                {totals.map(|totals| view! { <Kpis totals /> })}
-            </AsyncView>
+            <Later>
+            <div class="kpis-slot">
+                <AsyncView resource=kpis let:totals>
+                    {totals.map(|totals| view! { <Kpis totals /> })}
+                </AsyncView>
+            </div>
+            </Later>
+            <Later>
             <div class="card panel wide chart-card">
                 <div class="toolbar">
                     <h2>"Over time"</h2>
@@ -370,6 +381,8 @@ pub fn Statistics() -> impl IntoView {
                     }
                 </AsyncView>
             </div>
+            </Later>
+            <Later>
             <div class="card panel wide">
                 <div class="toolbar">
                     <h2>"Rows"</h2>
@@ -399,7 +412,10 @@ pub fn Statistics() -> impl IntoView {
                         })}
                 </AsyncView>
             </div>
-            <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
+            </Later>
+            <Later>
+                <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
+            </Later>
         </section>
     }
 }
@@ -492,13 +508,14 @@ fn Charts(
             } else {
                 format!("{} {}{}", metric_label(&m), per(granularity), unit.title())
             };
-            let series = r.with_value(|r| series_of(r, &m));
+            let (series, partial) =
+                r.with_value(|r| series_over(r, &m, range.start, range.end, granularity.millis(), now_ms()));
             // Averages do not stack.
             let stacked = stacked.get() && !is_latency(&m);
             let on_filter = split.clone().map(|d| Callback::new(move |v: String| add_filter.run((d.clone(), v))));
             match on_filter {
-                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter /> }.into_any(),
-                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" /> }.into_any(),
+                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial /> }.into_any(),
+                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" partial=partial /> }.into_any(),
             }
         }
     };

@@ -18,6 +18,9 @@ use crate::{
 
 const DAY: i64 = 86_400_000;
 
+/// Rows drawn before "Show all": a day's top 20.
+const FIRST_ROWS: usize = 20;
+
 #[component]
 pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
     let customer = use_customer();
@@ -48,6 +51,12 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
         }
     });
     let purging = RwSignal::new(None::<(String, String)>);
+    // Every row of the answer, not only the first day's (cleared when the answer changes).
+    let all = RwSignal::new(false);
+    Effect::new(move |_| {
+        url.track();
+        all.set(false);
+    });
     view! {
         <div class="card panel wide" id="top-urls">
             <div class="toolbar">
@@ -72,9 +81,14 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                             Column::of(&r, "hits"),
                         );
                         let writable = auth.can_write();
+                        // The first day's worth is drawn at once; the rest (up to 20 a day for each day of the
+                        // range) when asked for.
+                        let total = r.rows.len();
+                        let limit = if all.get() { total } else { FIRST_ROWS.min(total) };
                         let rows = r
                             .rows
                             .iter()
+                            .take(limit)
                             .map(|row| {
                                 let target = (property.text(row), url.text(row));
                                 view! {
@@ -112,6 +126,14 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                                     <tbody>{rows}</tbody>
                                 </table>
                             </div>
+                            {(limit < total)
+                                .then(|| {
+                                    view! {
+                                        <button type="button" class="link show-all" on:click=move |_| all.set(true)>
+                                            {format!("Show all {total} rows")}
+                                        </button>
+                                    }
+                                })}
                         }
                             .into_any()
                     }

@@ -234,6 +234,8 @@ pub struct Browser {
 async fn connect(port: u16) -> Result<Client> {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let capabilities = serde_json::json!({
+        // Everything the page logs, kept by ChromeDriver until read: see [`Browser::page_errors`].
+        "goog:loggingPrefs": { "browser": "ALL" },
         "goog:chromeOptions": {
             "binary": chromium,
             "args": [
@@ -356,6 +358,15 @@ impl Harness {
         tokio::task::spawn_blocking(move || blocking_request(addr, &user, &method, &path, body)).await?
     }
 
+    /// A new session of `user` (logged in with [`PASSWORD`] through the API), for [`Browser::use_session`].
+    pub async fn session_for(&self, user: &str) -> Result<String> {
+        let (status, body) = self.api(user, "POST", "/demo/v1/sessions", None).await?;
+        match body["id"].as_str() {
+            Some(id) if status == 201 || status == 200 => Ok(id.to_string()),
+            _ => bail!("logging in {user}: {status} {body}"),
+        }
+    }
+
     /// Moves the server's clock forward (sessions and reset links expire).
     pub fn advance(&self, ms: i64) {
         self.clock.0.fetch_add(ms, Ordering::SeqCst);
@@ -379,15 +390,22 @@ impl Harness {
         Ok(Browser { client, base: self.browser.base.clone() })
     }
 
-    /// Closes the browsers and stops the server.
+    /// Closes the browsers and stops the server; fails when a page of any of its browsers logged an error
+    /// (see [`Browser::page_errors`]) that the test did not take itself.
     pub async fn stop(mut self) -> Result<()> {
+        let mut errors = self.browser.page_errors().await?;
         self.browser.client.clone().close().await?;
-        // Other browsers may have been closed already by the test.
+        // Other browsers may have been closed already by the test (and checked then: see `Browser::close`).
         for other in self.others.drain(..) {
-            let _ = other.close().await;
+            let b = Browser { client: other, base: String::new() };
+            errors.extend(b.page_errors().await.unwrap_or_default());
+            let _ = b.client.close().await;
         }
         if let Some(server) = self.server.take() {
             server.stop().await?;
+        }
+        if !errors.is_empty() {
+            bail!("the console logged {} error(s):\n{}", errors.len(), errors.join("\n"));
         }
         Ok(())
     }
@@ -411,7 +429,94 @@ impl Drop for Harness {
     }
 }
 
+/// What the browser's log holds that is an error of the page: `console.error` (a wasm panic is logged so by
+/// its hook), an uncaught exception or rejected promise, a violated content security policy. Failed requests
+/// (a 4xx answer the console shows, a request it cancelled) are the network's entries, not the page's: the
+/// tests check answers themselves.
+fn is_page_error(entry: &serde_json::Value) -> bool {
+    let level = entry["level"].as_str().unwrap_or_default();
+    let source = entry["source"].as_str().unwrap_or_default();
+    level == "SEVERE" && source != "network"
+}
+
 impl Browser {
+    /// The errors the page logged since the last call (see [`is_page_error`]), each as "source: message".
+    /// ChromeDriver keeps the log across page loads, so nothing between two calls is missed.
+    pub async fn page_errors(&self) -> Result<Vec<String>> {
+        let log = self.chromium("se/log", serde_json::json!({ "type": "browser" })).await.context("reading the log")?;
+        Ok(log
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter(|e| is_page_error(e))
+                    .map(|e| {
+                        format!("{}: {}", e["source"].as_str().unwrap_or("?"), e["message"].as_str().unwrap_or(""))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Fails when the page logged an error since the last look (`what` says where the test was).
+    pub async fn no_page_errors(&self, what: &str) -> Result<()> {
+        let errors = self.page_errors().await?;
+        if !errors.is_empty() {
+            bail!("{what}: the console logged {} error(s):\n{}", errors.len(), errors.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// Closes this browser, failing when its pages logged an error.
+    pub async fn close(self) -> Result<()> {
+        let errors = self.page_errors().await;
+        self.client.close().await?;
+        let errors = errors?;
+        if !errors.is_empty() {
+            bail!("the console logged {} error(s):\n{}", errors.len(), errors.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// Runs a Chrome DevTools Protocol command in the browser (through ChromeDriver).
+    pub async fn cdp(&self, cmd: &str, params: serde_json::Value) -> Result<serde_json::Value> {
+        self.chromium("goog/cdp/execute", serde_json::json!({ "cmd": cmd, "params": params }))
+            .await
+            .with_context(|| format!("DevTools {cmd}"))
+    }
+
+    /// Slows the browser's CPU down `rate` times (1: full speed), as Lighthouse's mobile run does.
+    pub async fn throttle_cpu(&self, rate: u32) -> Result<()> {
+        self.cdp("Emulation.setCPUThrottlingRate", serde_json::json!({ "rate": rate })).await.map(drop)
+    }
+
+    /// Shows pages `width` CSS pixels wide (a phone at 412), or the window's own size again (`None`).
+    pub async fn emulate_width(&self, width: Option<u32>) -> Result<()> {
+        match width {
+            Some(w) => self.cdp(
+                "Emulation.setDeviceMetricsOverride",
+                serde_json::json!({ "width": w, "height": 860, "deviceScaleFactor": 1, "mobile": w < 600 }),
+            ),
+            None => self.cdp("Emulation.clearDeviceMetricsOverride", serde_json::json!({})),
+        }
+        .await
+        .map(drop)
+    }
+
+    /// Gives this browser the session cookie `session` (from [`Harness::session_for`]) without loading a page,
+    /// so that its first page load is a cold load of the console, logged in.
+    pub async fn use_session(&self, session: &str) -> Result<()> {
+        self.cdp(
+            "Network.setCookie",
+            serde_json::json!({
+                "name": edge_api::paths::SESSION_COOKIE, "value": session, "url": self.base,
+                "httpOnly": true, "sameSite": "Strict", "path": "/"
+            }),
+        )
+        .await
+        .map(drop)
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
@@ -650,6 +755,30 @@ impl Browser {
         )
         .await?;
         Ok(())
+    }
+
+    /// In screenshot mode ($EDGE_E2E_SCREENSHOTS), the page as it is now at 1366 and 400 px, light and dark:
+    /// `<name>-1366.png`, `<name>-1366-dark.png`, `<name>-400.png`, `<name>-400-dark.png`. The page is left as
+    /// it was (its own width and colours).
+    pub async fn snapshots(&self, name: &str) -> Result<()> {
+        if std::env::var_os("EDGE_E2E_SCREENSHOTS").is_none() {
+            return Ok(());
+        }
+        for width in [1366u32, 400] {
+            self.emulate_width(Some(width)).await?;
+            for dark in [false, true] {
+                let scheme = if dark { "dark" } else { "light" };
+                self.cdp(
+                    "Emulation.setEmulatedMedia",
+                    serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+                )
+                .await?;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                self.snapshot(&format!("{name}-{width}{}", if dark { "-dark" } else { "" })).await?;
+            }
+        }
+        self.cdp("Emulation.setEmulatedMedia", serde_json::json!({ "features": [] })).await?;
+        self.emulate_width(None).await
     }
 
     /// Saves a screenshot as `<name>.png` in $EDGE_E2E_SCREENSHOTS, when that is set, so views can be looked at.

@@ -89,14 +89,26 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.click("nav a[href='/demo/lists']").await?;
     h.click("tr[data-list=ip_demo_scanners] button").await?;
     h.wait_for_path("/demo/lists?list=ip_demo_scanners").await?;
-    h.fill("textarea[name=entries]", "192.0.2.200\n10.9.8.7/8\nnot-an-ip\n192.0.2.200\n# a comment").await?;
+    h.fill("textarea[name=entries]", "192.0.2.200\n10.9.8.7/8\nnot-an-ip\n192.0.2.200\n198.51.100.7\n# a comment")
+        .await?;
     h.click("#add-entries .actions button").await?;
-    let report = h.wait_until("#add-entries .report", |t| t.contains("2 valid")).await?;
-    assert!(report.contains("1 invalid of 4 line(s) (duplicates merged)"), "{report}");
+    // A range with host bits set is refused with the network it would mean (it was stored as 10.0.0.0/8
+    // without a word), offered as a one-click fix; an entry the list's 198.51.100.0/24 holds is pointed out.
+    let report =
+        h.wait_until("#add-entries .report", |t| t.contains("2 valid") && t.contains("already covered")).await?;
+    assert!(report.contains("2 invalid of 5 line(s) (duplicates merged)"), "{report}");
+    assert!(report.contains("Line 2: \"10.9.8.7/8\" has host bits set: did you mean 10.0.0.0/8?"), "{report}");
     assert!(report.contains("Line 3: \"not-an-ip\" is not an IP address or CIDR range"), "{report}");
+    assert!(report.contains("Line 5: 198.51.100.7 is already covered by 198.51.100.0/24, in the list."), "{report}");
+    h.click("#add-entries .report button.fix[data-line='2']").await?;
+    let report = h.wait_until("#add-entries .report", |t| t.contains("3 valid")).await?;
+    assert!(report.contains("1 invalid of 5 line(s) (duplicates merged)"), "{report}");
+    let text = h.value("textarea[name=entries]").await?;
+    assert!(text.contains("\n10.0.0.0/8\n") && !text.contains("10.9.8.7"), "the fix went into the text: {text:?}");
     h.snapshot("list-report").await?;
+    h.snapshots("list-report").await?;
     h.click("#add-entries .report button.primary").await?;
-    h.wait_for_text("#add-entries [role=status].notice", "Added 2 entries; 0 were already in the list.").await?;
+    h.wait_for_text("#add-entries [role=status].notice", "Added 3 entries; 0 were already in the list.").await?;
     h.wait_for("tr[data-entry='10.0.0.0/8']").await?;
     h.wait_for("tr[data-entry='192.0.2.200']").await?;
     h.wait_for(".task-progress[data-status=COMPLETED]").await?;

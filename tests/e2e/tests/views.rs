@@ -10,24 +10,37 @@ use serde_json::json;
 async fn every_view_does_its_main_job() -> Result<()> {
     let mut h = Harness::start().await?;
     signed_out_views(&h).await.context("signed-out views")?;
+    h.no_page_errors("signed-out views").await?;
     keyboard_only(&h).await.context("keyboard only")?;
+    h.no_page_errors("keyboard only").await?;
     for (path, ready) in VIEWS {
         h.open(path, ready).await?;
         h.axe(path).await?;
     }
     account(&mut h).await.context("account")?;
+    h.no_page_errors("account").await?;
     tasks(&h).await.context("tasks")?;
+    h.no_page_errors("tasks").await?;
     statistics(&h).await.context("statistics")?;
+    h.no_page_errors("statistics").await?;
     security(&h).await.context("security")?;
+    h.no_page_errors("security").await?;
     properties(&h).await.context("properties")?;
+    h.no_page_errors("properties").await?;
     network_lists(&h).await.context("network lists")?;
+    h.no_page_errors("network lists").await?;
     users(&h).await.context("users")?;
+    h.no_page_errors("users").await?;
     audit(&h).await.context("audit log")?;
+    h.no_page_errors("audit log").await?;
     password_reset(&mut h).await.context("password reset")?;
+    h.no_page_errors("password reset").await?;
     password_change(&h).await.context("password change")?;
+    h.no_page_errors("password change").await?;
     let viewer = h.second_browser().await?;
     viewer_sees_no_write_controls(&viewer).await.context("viewer")?;
     session_expiry(&mut h).await.context("session expiry")?;
+    h.no_page_errors("session expiry").await?;
     h.stop().await
 }
 
@@ -234,7 +247,7 @@ async fn properties(h: &Harness) -> Result<()> {
     h.fill("textarea[name=raw]", &changed).await?;
     // Saving shows the changes first; the comment goes with them.
     h.click("#save-config").await?;
-    h.wait_until("dialog#review table.diff", |t| t.contains("raw.e2e.example")).await?;
+    h.wait_until("dialog#review .diff", |t| t.contains("raw.e2e.example")).await?;
     h.fill("dialog#review input[name=comment]", "raw edit").await?;
     h.click("#confirm-save").await?;
     h.wait_until("#save-notice", |t| t.starts_with("Saved as version 2")).await?;
@@ -246,7 +259,7 @@ async fn properties(h: &Harness) -> Result<()> {
     h.client.refresh().await?;
     h.wait_for("tr[data-version='2']").await?;
     h.click_text("tr[data-version='2'] button", "Changes").await?;
-    h.wait_until("table.diff", |t| t.contains("raw.e2e.example")).await?;
+    h.wait_until(".diff", |t| t.contains("raw.e2e.example")).await?;
     h.snapshot("property-history").await?;
     // Rollback to version 1 after the reload: a new version 3 with version 1's configuration.
     h.click_text("tr[data-version='1'] button", "Roll back to this").await?;

@@ -131,13 +131,19 @@ async fn put_pairing(
     }))
 }
 
-/// Disable two-factor of a user (administrators only). No effect when it is already disabled.
+/// Disable two-factor of a user (administrators only). No effect when it is already disabled. An
+/// administrator turning off their own two-factor proves it is them again: their password as HTTP Basic
+/// credentials and, while two-factor is on, a current code (X-OTP-Token) — a session alone is refused, so a
+/// browser left open cannot strip the account of its second factor.
 #[utoipa::path(
     delete, path = "/users/{user_id}/otp/pairing", tag = "two-factor",
-    params(("user_id" = String, Path, description = "User id")),
+    params(
+        ("user_id" = String, Path, description = "User id"),
+        ("X-OTP-Token" = Option<String>, Header, description = "One-time code; required to turn off one's own two-factor"),
+    ),
     responses(
         (status = 200, description = "Two-factor is disabled", body = OtpSettings),
-        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 401, description = "Not authenticated; or the caller's own two-factor without their password and code on the request (`password_required`, `otp_required`, `otp_invalid`)", body = ErrorBody),
         (status = 403, description = "Only administrators disable two-factor", body = ErrorBody),
         (status = 404, description = "No such user", body = ErrorBody),
     )
@@ -148,6 +154,16 @@ async fn delete_pairing(
     Path(p): Path<UserPath>,
 ) -> AppResult<axum::Json<OtpSettings>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
+    // Basic credentials with a valid code make a caller with no session (the access rules have refused the
+    // password alone); a session, however made, is not enough for one's own second factor.
+    if user.id == caller.user.id && caller.session.is_some() {
+        return Err(AppError::Unauthorized {
+            kind: "password_required",
+            message: "Turning off your own two-factor needs your password and a current one-time code again \
+                      (HTTP Basic credentials and X-OTP-Token)."
+                .into(),
+        });
+    }
     let audit = AuditEvent::by(&caller, state.clock.now_ms(), op::OTP_UNPAIR, Target::user(&user));
     state.store.disable_otp(&user.id, &audit).await?;
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
