@@ -17,7 +17,7 @@ use crate::{
         errors::{ApiErrorNotice, error_fallback},
         time::{Zone, parse_iso},
     },
-    pages::go_to,
+    nav::go_to,
     session::{Auth, LoggedIn, remember_login, remembered_login},
 };
 

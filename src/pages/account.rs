@@ -10,7 +10,7 @@ use crate::{
         errors::{FieldError, FormError},
         time::{Time, Zone, zone_names},
     },
-    pages::use_customer,
+    nav::use_customer,
     session::Auth,
 };
 

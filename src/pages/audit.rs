@@ -20,7 +20,7 @@ use crate::{
         pager::Pager,
         time::{self, Time, Zone},
     },
-    pages::use_customer,
+    nav::use_customer,
     session::Auth,
 };
 

@@ -13,7 +13,7 @@ use crate::{
         errors::{FieldError, FormError},
         pager::Pager,
     },
-    pages::{use_customer, use_query_state},
+    nav::{use_customer, use_query_state},
     session::Auth,
 };
 

@@ -14,7 +14,7 @@ use crate::{
         dialog::Confirm,
         time::Time,
     },
-    pages::use_customer,
+    nav::use_customer,
 };
 
 #[component]

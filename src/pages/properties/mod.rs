@@ -21,7 +21,8 @@ use crate::{
         errors::FormError,
         time::datetime,
     },
-    pages::{IndexOrItem, use_customer},
+    nav::use_customer,
+    pages::IndexOrItem,
     session::Auth,
 };
 use editor::PropertyEditor;

@@ -3,8 +3,6 @@
 //! 20 URLs per day. The whole query lives in the page's address, so a view can be bookmarked and shared.
 //! Clicking a value (a legend entry's ⊕, a bar, a table cell) adds it as a filter.
 
-mod data;
-pub mod filters;
 mod table;
 mod top_urls;
 mod view;
@@ -16,27 +14,29 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
+pub use self::view::{View, grouping_state, metric_label};
 use self::{
-    data::top_values,
-    filters::{FilterBuilder, with_condition},
     table::{DataTable, Kpis},
     top_urls::TopUrls,
     view::{PAGE_SIZE, narrowable, params, rank_metric, ranking, series_dims},
 };
-pub use self::{
-    data::{bars, buckets, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals},
-    view::{View, grouping_state, metric_label},
+// What the statistics view computes from answers is shared with the security view: it lives in components
+// (named here too, where the view's tests find it).
+pub use crate::components::answers::{
+    bars, buckets, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals,
 };
 use crate::{
     api,
-    components::download::download,
     components::{
+        answers::{self, top_values},
         async_view::{AsyncView, Cancel, Later, load},
         chart::{BarList, TimeChart, Unit},
         curl::CopyCurl,
+        download::download,
+        filters::{FilterBuilder, with_condition},
         range::{Range, RangePicker, allowed_granularities, now_ms},
     },
-    pages::use_customer,
+    nav::use_customer,
 };
 
 /// The dimensions a delivery filter may name (the customer is implied).
@@ -423,7 +423,7 @@ pub fn Statistics() -> impl IntoView {
 /// The answer a chart over the whole range is drawn from, in a bounded number of requests however many values
 /// the dimension has (one answer holds at most 2,500 rows): the values of the first dimension ranked over the
 /// range (one coarse query) and the total without the dimension, at once; then, at once, the series of each
-/// of the top [`data::TOP`] values (the view's filters AND the value); "other" is the total less their sum.
+/// of the top [`answers::TOP`] values (the view's filters AND the value); "other" is the total less their sum.
 /// Without a dimension, or when the filters are joined by OR (a value cannot be added to them), it is the
 /// view's query as it is. `abort` cancels every request.
 async fn chart_answer(
@@ -450,7 +450,7 @@ async fn chart_answer(
     )
     .await;
     let (ranked, total) = (ranked?, total?);
-    let top = data::ranked_values(&ranked, &metric, data::TOP);
+    let top = answers::ranked_values(&ranked, &metric, answers::TOP);
     let dims = series_dims(&v.dims, g);
     let parts = futures::future::join_all(top.iter().map(|value| {
         let filters = with_condition(&v.filters, &FILTER_DIMENSIONS, dim, value);
@@ -459,7 +459,7 @@ async fn chart_answer(
     .await
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
-    Ok(data::with_other(parts, &total).unwrap_or(StatsResponse { rows: Vec::new(), total_results: 0, ..ranked }))
+    Ok(answers::with_other(parts, &total).unwrap_or(StatsResponse { rows: Vec::new(), total_results: 0, ..ranked }))
 }
 
 /// The chart of one metric at a time (chosen by its chip) over the range, and its top values.

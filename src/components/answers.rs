@@ -1,5 +1,5 @@
-//! What the statistics view computes from answers: totals, series over time, top values, CSV. Rows are read
-//! by column name.
+//! What the statistics and security views compute from statistics answers: totals, series over time, top
+//! values, CSV. Rows are read by column name.
 
 use std::collections::{BTreeMap, BTreeSet};
 
