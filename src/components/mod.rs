@@ -3,6 +3,7 @@
 pub mod add_to_list;
 pub mod answers;
 pub mod async_view;
+pub mod bulk;
 pub mod chart;
 pub mod curl;
 pub mod dialog;

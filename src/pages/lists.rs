@@ -9,12 +9,12 @@ use edge_api::{
 };
 use leptos::{ev, prelude::*};
 use leptos_router::{NavigateOptions, hooks::use_navigate};
-use wasm_bindgen::JsCast;
 
 use crate::{
     api::{self, ApiError},
     components::{
         async_view::{AsyncView, act, load},
+        bulk::{BulkLines, FileChooser, LinesInput, Source, chunk_spans, numbered_lines, send_in_chunks},
         curl::CopyCurl,
         dialog::{Confirm, Dialog},
         errors::{ApiErrorNotice, FormError},
@@ -64,16 +64,15 @@ impl Covered {
 
 /// Checks every non-empty, non-comment line: the first CSV field (`,`, `;` or tab separated, quotes removed).
 pub fn check_lines(list_type: &str, text: &str) -> Vec<CheckedLine> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, raw)| {
+    numbered_lines(text)
+        .filter_map(|(line, raw)| {
             let field = first_field(raw);
             if field.is_empty() || field.starts_with('#') {
                 return None;
             }
             let result = normalize_entry(list_type, field);
             let fix = if list_type == "IP" && result.is_err() { network_of(field) } else { None };
-            Some(CheckedLine { line: i + 1, text: field.to_string(), result, fix, covered_by: None })
+            Some(CheckedLine { line, text: field.to_string(), result, fix, covered_by: None })
         })
         .collect()
 }
@@ -534,43 +533,32 @@ struct AddCall {
 /// Sends `values` in calls of at most 5,000, one after the other, each call's outcome (and its deployment
 /// task) reported in `calls`; a failed call does not stop the others.
 async fn add_in_calls(customer: String, list: String, values: Vec<String>, calls: RwSignal<Vec<AddCall>>) {
-    let chunks: Vec<Vec<String>> = values.chunks(MAX_ENTRIES_PER_CALL).map(<[String]>::to_vec).collect();
     let _ = calls.try_set(
-        chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| AddCall {
-                from: i * MAX_ENTRIES_PER_CALL + 1,
-                to: i * MAX_ENTRIES_PER_CALL + c.len(),
-                result: None,
-            })
+        chunk_spans(values.len(), MAX_ENTRIES_PER_CALL)
+            .into_iter()
+            .map(|(from, n)| AddCall { from, to: from + n - 1, result: None })
             .collect(),
     );
-    for (i, chunk) in chunks.iter().enumerate() {
-        let r = api::add_entries(&customer, &list, chunk).await;
-        let stored = calls.try_update(|all| {
-            if let Some(call) = all.get_mut(i) {
-                call.result = Some(r);
-            }
-        });
-        if stored.is_none() {
-            return;
+    send_in_chunks(&values, MAX_ENTRIES_PER_CALL, |i, chunk| {
+        let (customer, list) = (customer.clone(), list.clone());
+        async move {
+            let r = api::add_entries(&customer, &list, &chunk).await;
+            calls
+                .try_update(|all| {
+                    if let Some(call) = all.get_mut(i) {
+                        call.result = Some(r);
+                    }
+                })
+                .is_some()
         }
-    }
-}
-
-/// Where the lines come from: typed or pasted, or a file (kept out of the text area: it may be large).
-#[derive(Clone, PartialEq)]
-enum Lines {
-    Text,
-    File { name: String, text: String },
+    })
+    .await;
 }
 
 #[component]
 fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl IntoView {
     let customer = use_customer();
-    let text = RwSignal::new(String::new());
-    let source = RwSignal::new(Lines::Text);
+    let input = BulkLines::default();
     let checked = RwSignal::new(None::<Vec<CheckedLine>>);
     let calls = RwSignal::new(Vec::<AddCall>::new());
     let sending = RwSignal::new(false);
@@ -581,11 +569,7 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
     let in_list = RwSignal::new(None::<Vec<String>>);
     let reading_list = StoredValue::new(false);
     let check = move || {
-        let t = match source.get_untracked() {
-            Lines::Text => text.get_untracked(),
-            Lines::File { text, .. } => text,
-        };
-        let mut lines = check_lines(&lt.get_value(), &t);
+        let mut lines = check_lines(&lt.get_value(), &input.get_untracked());
         in_list.with_untracked(|l| mark_covered(&mut lines, l.as_deref().unwrap_or_default()));
         checked.set(Some(lines));
         if lt.get_value() == "IP" && in_list.with_untracked(Option::is_none) && !reading_list.get_value() {
@@ -606,11 +590,7 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
     // A one-click fix: the line's entry replaced in what the user gave (the text, or the file's text), then
     // checked again.
     let apply_fixes = move |fixes: Vec<(usize, String)>| {
-        let fixed = |t: &str| fixes.iter().fold(t.to_string(), |t, (line, with)| replace_entry(&t, *line, with));
-        match source.get_untracked() {
-            Lines::Text => text.update(|t| *t = fixed(t)),
-            Lines::File { name, text } => source.set(Lines::File { name, text: fixed(&text) }),
-        }
+        input.edit(|t| fixes.iter().fold(t.to_string(), |t, (line, with)| replace_entry(&t, *line, with)));
         check();
     };
     let add = move |values: Vec<String>| {
@@ -621,26 +601,16 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
             let _ = sending.try_set(false);
             let _ = in_list.try_set(None);
             if calls.try_with_untracked(|all| all.iter().all(|x| matches!(x.result, Some(Ok(_))))) == Some(true) {
-                let _ = text.try_set(String::new());
-                let _ = source.try_set(Lines::Text);
+                input.clear();
                 let _ = checked.try_set(None);
             }
             let _ = reload.try_update(|n| *n += 1);
         });
     };
-    let on_file = move |e: ev::Event| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        // Cleared, so that choosing the same file again (after changing it) is read again.
-        input.set_value("");
-        leptos::task::spawn_local(async move {
-            if let Ok(content) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                let content = content.as_string().unwrap_or_default();
-                let _ = checked.try_set(Some(check_lines(&lt.get_value(), &content)));
-                let _ = source.try_set(Lines::File { name: file.name(), text: content });
-            }
-        });
-    };
+    let on_file = Callback::new(move |(name, text): (String, String)| {
+        let _ = checked.try_set(Some(check_lines(&lt.get_value(), &text)));
+        let _ = input.source.try_set(Source::File { name, text });
+    });
     let placeholder = if list_type == "IP" { "192.0.2.10\n198.51.100.0/24\n2001:db8::/48" } else { "DE\nFR\nGB" };
     view! {
         <div class="card panel" id="add-entries">
@@ -652,28 +622,12 @@ fn AddEntries(list_id: String, list_type: String, reload: RwSignal<u32>) -> impl
                     "One ISO 3166-1 two-letter country code per line (or the first column of a CSV file)."
                 }}
             </p>
-            {move || match source.get() {
-                Lines::Text => {
-                    view! { <textarea name="entries" rows="6" aria-label="Entries, one per line" placeholder=placeholder bind:value=text on:input=move |_| checked.set(None)></textarea> }.into_any()
-                }
-                Lines::File { name, .. } => {
-                    view! {
-                        <p class="file-chosen" id="entries-file">
-                            {format!("From the file {name}. ")}
-                            <button type="button" class="link" on:click=move |_| {
-                                source.set(Lines::Text);
-                                checked.set(None);
-                            }>"Type or paste instead"</button>
-                        </p>
-                    }
-                        .into_any()
-                }
-            }}
+            <LinesInput lines=input file_id="entries-file" on_text=Callback::new(move |_| checked.set(None))>
+                <textarea name="entries" rows="6" aria-label="Entries, one per line" placeholder=placeholder bind:value=input.text on:input=move |_| checked.set(None)></textarea>
+            </LinesInput>
             <div class="actions left">
                 <button on:click=move |_| check()>"Check"</button>
-                <label class="file">
-                    "Upload a file… " <input type="file" name="entries-file" accept=".csv,.txt,text/csv,text/plain" on:change=on_file />
-                </label>
+                <FileChooser label="Upload a file… " name="entries-file" on_file />
             </div>
             {move || {
                 checked

@@ -6,12 +6,12 @@
 
 use edge_api::{MATCH_MODES, PurgeBody, PurgeRequest, PurgeUri, TransactionStatus, TransactionSummary, uri_problems};
 use leptos::{ev, prelude::*, task::spawn_local};
-use wasm_bindgen::JsCast;
 
 use crate::{
     api::{self, ApiError, Purged},
     components::{
         async_view::{AsyncView, load},
+        bulk::{BulkLines, FileChooser, LinesInput, Pace, Source, chunk_spans, numbered_lines, send_in_chunks},
         dialog::Confirm,
         progress::{ProgressBar, follow, sleep},
         time::TimeMs,
@@ -37,16 +37,14 @@ pub struct PurgeLine {
 
 /// Checks each non-empty line as a URI pattern of the chosen match mode, against the host patterns.
 pub fn check_purge_lines(text: &str, mode: &str, modifier: &str, patterns: &[String]) -> Vec<PurgeLine> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
+    numbered_lines(text)
+        .map(|(line, l)| {
             let uri = PurgeUri {
                 uri_pattern: l.trim().to_string(),
                 match_mode: mode.to_string(),
                 cache_key_modifier_regex: (!modifier.trim().is_empty()).then(|| modifier.trim().to_string()),
             };
-            PurgeLine { line: i + 1, problems: uri_problems(&uri, patterns), uri }
+            PurgeLine { line, problems: uri_problems(&uri, patterns), uri }
         })
         .collect()
 }
@@ -239,35 +237,36 @@ fn run(customer: String, action: String, uris: Vec<PurgeUri>, s: Submission, don
     let sending = {
         let (customer, s) = (customer.clone(), s.clone());
         async move {
-            let mut last_sent = 0.0;
-            for ((_, _, state), chunk) in s.chunks.iter().zip(uris.chunks(CHUNK)) {
-                let request =
-                    PurgeRequest { purge_request: PurgeBody { action: action.clone(), uris: chunk.to_vec() } };
-                loop {
-                    let wait = PACE_MS - (js_sys::Date::now() - last_sent);
-                    if wait > 0.0 {
-                        sleep(wait as i32).await;
-                    }
-                    last_sent = js_sys::Date::now();
-                    match api::purge_once(&customer, &request).await {
-                        Purged::Done(t) => {
-                            let _ = state.try_set(Chunk::Sent(t));
-                            break;
-                        }
-                        Purged::Later(seconds) => {
-                            let at = js_sys::Date::now() + f64::from(seconds) * 1000.0;
-                            if state.try_set(Chunk::Retrying(at)).is_some() {
-                                return;
+            let pace = Pace::new(PACE_MS);
+            send_in_chunks(&uris, CHUNK, |i, chunk| {
+                let (customer, action, pace) = (customer.clone(), action.clone(), pace.clone());
+                let state = s.chunks.get(i).map(|(_, _, state)| *state);
+                async move {
+                    let Some(state) = state else { return false };
+                    let request = PurgeRequest { purge_request: PurgeBody { action, uris: chunk } };
+                    loop {
+                        pace.wait().await;
+                        match api::purge_once(&customer, &request).await {
+                            Purged::Done(t) => {
+                                let _ = state.try_set(Chunk::Sent(t));
+                                return true;
                             }
-                            sleep(seconds as i32 * 1000).await;
-                        }
-                        Purged::Failed(e) => {
-                            let _ = state.try_set(Chunk::Failed(e.body.message));
-                            break;
+                            Purged::Later(seconds) => {
+                                let at = js_sys::Date::now() + f64::from(seconds) * 1000.0;
+                                if state.try_set(Chunk::Retrying(at)).is_some() {
+                                    return false;
+                                }
+                                sleep(seconds as i32 * 1000).await;
+                            }
+                            Purged::Failed(e) => {
+                                let _ = state.try_set(Chunk::Failed(e.body.message));
+                                return true;
+                            }
                         }
                     }
                 }
-            }
+            })
+            .await;
         }
     };
     spawn_local(sending);
@@ -351,13 +350,6 @@ fn History(list: Vec<TransactionSummary>) -> impl IntoView {
     }
 }
 
-/// Where the URIs come from: typed or pasted, or a file (kept out of the text area: it may be large).
-#[derive(Clone, PartialEq)]
-enum Source {
-    Text,
-    File { name: String, text: String },
-}
-
 #[component]
 fn PurgeForm(
     patterns: Vec<String>,
@@ -365,20 +357,14 @@ fn PurgeForm(
     history_reload: RwSignal<u32>,
 ) -> impl IntoView {
     let customer = use_customer();
-    let text = RwSignal::new(String::new());
-    let source = RwSignal::new(Source::Text);
+    let input = BulkLines::default();
     let action = RwSignal::new("PURGE".to_string());
     let mode = RwSignal::new("EXACT_LITERAL".to_string());
     let modifier = RwSignal::new(String::new());
     let patterns = StoredValue::new(patterns);
     let confirming = RwSignal::new(false);
-    let lines = Memo::new(move |_| {
-        let t = match source.get() {
-            Source::Text => text.get(),
-            Source::File { text, .. } => text,
-        };
-        check_purge_lines(&t, &mode.get(), &modifier.get(), &patterns.get_value())
-    });
+    let lines =
+        Memo::new(move |_| check_purge_lines(&input.get(), &mode.get(), &modifier.get(), &patterns.get_value()));
     let too_many = move || lines.with(Vec::len) > MAX_URIS;
     let ready = move || lines.with(|l| !l.is_empty() && l.iter().all(|x| x.problems.is_empty())) && !too_many();
     let on_submit = move |e: ev::SubmitEvent| {
@@ -394,16 +380,14 @@ fn PurgeForm(
         confirming.set(false);
         let go = || {
             let uris: Vec<PurgeUri> = lines.get_untracked().into_iter().map(|l| l.uri).collect();
-            let chunks = uris
-                .chunks(CHUNK)
-                .enumerate()
-                .map(|(i, c)| (i * CHUNK + 1, c.len(), RwSignal::new(Chunk::Waiting)))
+            let chunks = chunk_spans(uris.len(), CHUNK)
+                .into_iter()
+                .map(|(first, n)| (first, n, RwSignal::new(Chunk::Waiting)))
                 .collect();
             let s = Submission { action: action.get_untracked(), chunks };
             submissions.update(|all| all.insert(0, s.clone()));
             history_reload.update(|n| *n += 1);
-            text.set(String::new());
-            source.set(Source::Text);
+            input.clear();
             run(
                 customer.get_untracked(),
                 action.get_untracked(),
@@ -417,18 +401,9 @@ fn PurgeForm(
             None => go(),
         }
     };
-    let on_file = move |e: ev::Event| {
-        let Some(input) = e.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok()) else { return };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else { return };
-        // Cleared, so that choosing the same file again (after changing it) is read again.
-        input.set_value("");
-        spawn_local(async move {
-            if let Ok(content) = wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                let _ =
-                    source.try_set(Source::File { name: file.name(), text: content.as_string().unwrap_or_default() });
-            }
-        });
-    };
+    let on_file = Callback::new(move |(name, text): (String, String)| {
+        let _ = input.source.try_set(Source::File { name, text });
+    });
     let host_list = patterns.get_value().join(", ");
     view! {
         <form class="card panel wide form" id="purge-form" on:submit=on_submit novalidate>
@@ -462,31 +437,14 @@ fn PurgeForm(
                     />
                 </label>
             </div>
-            {move || match source.get() {
-                Source::Text => {
-                    view! {
-                        <label>
-                            {format!("URIs, one per line (up to {MAX_URIS})")}
-                            <textarea name="uris" rows="6" placeholder="www.example.com/images/logo.png" bind:value=text></textarea>
-                        </label>
-                    }
-                        .into_any()
-                }
-                Source::File { name, .. } => {
-                    view! {
-                        <p class="file-chosen" id="purge-file">
-                            {format!("From the file {name}. ")}
-                            <button type="button" class="link" on:click=move |_| source.set(Source::Text)>"Type or paste instead"</button>
-                        </p>
-                    }
-                        .into_any()
-                }
-            }}
+            <LinesInput lines=input file_id="purge-file">
+                <label>
+                    {format!("URIs, one per line (up to {MAX_URIS})")}
+                    <textarea name="uris" rows="6" placeholder="www.example.com/images/logo.png" bind:value=input.text></textarea>
+                </label>
+            </LinesInput>
             <span class="hint">{format!("Domains you may purge: {host_list}")}</span>
-            <label class="file">
-                "Or choose a file (one URI per line) "
-                <input type="file" name="uri-file" accept=".txt,.csv,text/plain,text/csv" on:change=on_file />
-            </label>
+            <FileChooser label="Or choose a file (one URI per line) " name="uri-file" on_file />
             {move || {
                 let checked = lines.get();
                 let bad: Vec<PurgeLine> = checked.iter().filter(|l| !l.problems.is_empty()).take(50).cloned().collect();
