@@ -11,7 +11,7 @@ use crate::{
         time::{Time, Zone, zone_names},
     },
     nav::use_customer,
-    session::Auth,
+    session::{Auth, may_write},
 };
 
 #[component]
@@ -30,7 +30,7 @@ pub fn Account() -> impl IntoView {
         <section class="page">
             <h1>"Account"</h1>
             <Show
-                when=move || auth.me().is_none_or(|u| u.role.id != "viewer")
+                when=move || auth.me().as_ref().is_none_or(may_write)
                 fallback=|| {
                     view! {
                         <div class="notice info" role="status">

@@ -1,7 +1,7 @@
 //! Users & roles: a paged, searchable table of the account's users; create, edit, delete, reset password and
 //! disable two-factor (administrators only); what each role allows.
 
-use edge_api::{Link, ROLES, User, UserInput};
+use edge_api::{Link, ROLES, Role, User, UserInput};
 use leptos::{ev, prelude::*};
 
 use crate::{
@@ -14,7 +14,7 @@ use crate::{
         pager::Pager,
     },
     nav::{use_customer, use_query_state},
-    session::Auth,
+    session::{Auth, role_of},
 };
 
 const PAGE_SIZE: u64 = 20;
@@ -45,7 +45,7 @@ pub fn Users() -> impl IntoView {
             // By role, not by the whole record: a refreshed record (two-factor turned on) rebuilds nothing.
             {move || match role.get().map(|_| auth.me_untracked()) {
                 None | Some(None) => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(Some(me)) if me.role.id == "admin" => view! { <UserAdmin me /> }.into_any(),
+                Some(Some(me)) if role_of(&me) == Some(Role::Admin) => view! { <UserAdmin me /> }.into_any(),
                 Some(Some(me)) => {
                     view! {
                         <div class="notice info">
@@ -386,7 +386,8 @@ fn UserForm(me_id: String, mode: Editing, on_done: Callback<String>, on_close: C
     let full_name = field(|u| u.full_name.clone());
     let email = field(|u| u.email.clone());
     let phone = field(|u| u.phone_number.clone());
-    let role = RwSignal::new(existing.as_ref().map(|u| u.role.id.clone()).unwrap_or_else(|| "viewer".into()));
+    let role =
+        RwSignal::new(existing.as_ref().map(|u| u.role.id.clone()).unwrap_or_else(|| Role::Viewer.as_str().into()));
     let enabled = RwSignal::new(existing.as_ref().is_none_or(|u| u.enabled));
     let password = RwSignal::new(String::new());
     let id = existing.as_ref().map(|u| u.id.clone());
@@ -472,7 +473,7 @@ fn UserForm(me_id: String, mode: Editing, on_done: Callback<String>, on_close: C
                             .collect_view()}
                     </select>
                     <span class="hint">
-                        {move || ROLES.iter().find(|(id, _)| *id == role.get()).map(|(_, t)| *t).unwrap_or_default()}
+                        {move || Role::parse(&role.get()).map(Role::description).unwrap_or_default()}
                         {is_me.then_some(" You cannot change your own role: another administrator can.")}
                     </span>
                     <FieldError error field="role" />

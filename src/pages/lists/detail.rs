@@ -18,7 +18,7 @@ use crate::{
         time::Time,
     },
     nav::{use_customer, use_query_state},
-    session::Auth,
+    session::{Auth, may_write},
 };
 
 const ENTRIES_PER_PAGE: u64 = 50;
@@ -45,7 +45,7 @@ pub(super) fn ListDetail(id: String) -> impl IntoView {
         async move { api::get_list(&c, &list_id.get_value()).await }
     });
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
-    let writable = Memo::new(move |_| auth.me().map(|u| u.role.id != "viewer"));
+    let writable = Memo::new(move |_| auth.me().as_ref().map(may_write));
     let task = RwSignal::new(None::<edge_api::Task>);
     let pending = RwSignal::new(None::<Removal>);
     let act = act(move |a: &Removal| {
