@@ -1,27 +1,27 @@
-//! Users & roles: a paged, searchable table of the account's users; create, edit, delete, reset password and
-//! disable two-factor (administrators only); what each role allows.
+//! The administrator's view of the users: a paged, searchable table; create, edit, delete, reset password and
+//! disable two-factor, each consequential action confirmed.
 
-use edge_api::{Link, ROLES, Role, User, UserInput};
+use edge_api::User;
 use leptos::{ev, prelude::*};
 
 use crate::{
-    api::{self, ApiError},
+    api::{self},
     components::{
         async_view::{AsyncView, act, load},
         curl::CopyCurl,
-        dialog::{Confirm, Dialog},
-        errors::{FieldError, FormError},
+        dialog::Confirm,
         pager::Pager,
     },
     nav::{use_customer, use_query_state},
-    session::{Auth, role_of},
 };
+
+use super::form::UserForm;
 
 const PAGE_SIZE: u64 = 20;
 
 /// The user being created or edited.
 #[derive(Clone)]
-enum Editing {
+pub(super) enum Editing {
     New,
     Existing(Box<User>),
 }
@@ -36,66 +36,7 @@ enum Pending {
 }
 
 #[component]
-pub fn Users() -> impl IntoView {
-    let auth = Auth::get();
-    let role = Memo::new(move |_| auth.me().map(|u| u.role.id));
-    view! {
-        <section class="page">
-            <h1>"Users & roles"</h1>
-            // By role, not by the whole record: a refreshed record (two-factor turned on) rebuilds nothing.
-            {move || match role.get().map(|_| auth.me_untracked()) {
-                None | Some(None) => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(Some(me)) if role_of(&me) == Some(Role::Admin) => view! { <UserAdmin me /> }.into_any(),
-                Some(Some(me)) => {
-                    view! {
-                        <div class="notice info">
-                            {format!(
-                                "Only administrators manage users. You are logged in as {} with the {} role.",
-                                me.username,
-                                me.role.id,
-                            )}
-                        </div>
-                    }
-                        .into_any()
-                }
-            }}
-            <RoleTable />
-        </section>
-    }
-}
-
-#[component]
-fn RoleTable() -> impl IntoView {
-    view! {
-        <h2>"Roles"</h2>
-        <table class="data roles">
-            <thead>
-                <tr>
-                    <th>"Role"</th>
-                    <th>"Allows"</th>
-                </tr>
-            </thead>
-            <tbody>
-                {ROLES
-                    .iter()
-                    .map(|(id, text)| {
-                        view! {
-                            <tr>
-                                <td>
-                                    <span class=format!("badge role-{id}")>{*id}</span>
-                                </td>
-                                <td>{*text}</td>
-                            </tr>
-                        }
-                    })
-                    .collect_view()}
-            </tbody>
-        </table>
-    }
-}
-
-#[component]
-fn UserAdmin(me: User) -> impl IntoView {
+pub(super) fn UserAdmin(me: User) -> impl IntoView {
     let customer = use_customer();
     let q = use_query_state();
     let page = Memo::new(move |_| q.page("page"));
@@ -369,147 +310,5 @@ fn UserRow(
                 {(!is_me).then(|| view! { <button class="link danger" on:click=move |_| ask(Pending::Delete(u4.clone()))>"Delete"</button> })}
             </td>
         </tr>
-    }
-}
-
-#[component]
-fn UserForm(me_id: String, mode: Editing, on_done: Callback<String>, on_close: Callback<()>) -> impl IntoView {
-    let customer = use_customer();
-    let existing = match &mode {
-        Editing::Existing(u) => Some((**u).clone()),
-        Editing::New => None,
-    };
-    let remote = existing.as_ref().is_some_and(|u| u.source.id != "local");
-    let is_me = existing.as_ref().is_some_and(|u| u.id == me_id);
-    let field = |f: fn(&User) -> String| RwSignal::new(existing.as_ref().map(f).unwrap_or_default());
-    let username = field(|u| u.username.clone());
-    let full_name = field(|u| u.full_name.clone());
-    let email = field(|u| u.email.clone());
-    let phone = field(|u| u.phone_number.clone());
-    let role =
-        RwSignal::new(existing.as_ref().map(|u| u.role.id.clone()).unwrap_or_else(|| Role::Viewer.as_str().into()));
-    let enabled = RwSignal::new(existing.as_ref().is_none_or(|u| u.enabled));
-    let password = RwSignal::new(String::new());
-    let id = existing.as_ref().map(|u| u.id.clone());
-    let is_new = id.is_none();
-
-    let save = act(move |input: &UserInput| {
-        let (customer, input, id) = (customer.get_untracked(), input.clone(), id.clone());
-        async move {
-            match id {
-                Some(id) => {
-                    api::update_user(&customer, &id, &input).await.map(|u| format!("{} was saved.", u.username))
-                }
-                None => api::create_user(&customer, &input).await.map(|u| format!("{} was created.", u.username)),
-            }
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(message)) = save.value().get() {
-            on_done.run(message);
-        }
-    });
-    let error: Signal<Option<ApiError>> = Signal::derive(move || save.value().get().and_then(Result::err));
-
-    let submit = move |e: ev::SubmitEvent| {
-        e.prevent_default();
-        let input = if remote {
-            UserInput { role: Some(Link { id: role.get_untracked(), uri: String::new() }), ..Default::default() }
-        } else {
-            UserInput {
-                username: Some(username.get_untracked().trim().to_string()),
-                password: is_new.then(|| password.get_untracked()),
-                full_name: Some(full_name.get_untracked().trim().to_string()),
-                email: Some(email.get_untracked().trim().to_string()),
-                phone_number: Some(phone.get_untracked().trim().to_string()),
-                enabled: (!is_me).then(|| enabled.get_untracked()),
-                role: (!is_me).then(|| Link { id: role.get_untracked(), uri: String::new() }),
-                source: None,
-            }
-        };
-        save.dispatch(input);
-    };
-
-    let title = match &existing {
-        Some(u) => format!("Edit {}", u.username),
-        None => "New user".to_string(),
-    };
-    view! {
-        <Dialog title on_close>
-            <form class="form" on:submit=submit novalidate>
-                <FormError error fields=&["username", "full_name", "email", "phone_number", "role", "password"] />
-                {(!remote)
-                    .then(|| {
-                        view! {
-                            <label>
-                                "Username"
-                                <input name="username" autocomplete="off" bind:value=username autofocus=is_new />
-                                <FieldError error field="username" />
-                            </label>
-                            <label>
-                                "Full name"
-                                <input name="full_name" autocomplete="off" bind:value=full_name />
-                                <FieldError error field="full_name" />
-                            </label>
-                            <label>
-                                "E-mail"
-                                <input name="email" type="email" autocomplete="off" bind:value=email />
-                                <FieldError error field="email" />
-                            </label>
-                            <label>
-                                "Phone"
-                                <input name="phone_number" type="tel" autocomplete="off" bind:value=phone />
-                                <FieldError error field="phone_number" />
-                            </label>
-                        }
-                    })}
-                {remote.then(|| view! { <p class="muted">"This user comes from a remote identity source: only the role is held here."</p> })}
-                <label>
-                    "Role"
-                    <select name="role" prop:value=move || role.get() prop:disabled=is_me on:change=move |e| role.set(event_target_value(&e))>
-                        {ROLES
-                            .iter()
-                            .map(|(id, text)| view! { <option value=*id title=*text>{*id}</option> })
-                            .collect_view()}
-                    </select>
-                    <span class="hint">
-                        {move || Role::parse(&role.get()).map(Role::description).unwrap_or_default()}
-                        {is_me.then_some(" You cannot change your own role: another administrator can.")}
-                    </span>
-                    <FieldError error field="role" />
-                </label>
-                {is_new
-                    .then(|| {
-                        view! {
-                            <label>
-                                "Initial password"
-                                <input name="password" type="password" autocomplete="new-password" bind:value=password />
-                                <span class="hint">
-                                    {format!(
-                                        "At least {} characters, not the username. The user changes it under My account.",
-                                        edge_api::PASSWORD_MIN_LENGTH,
-                                    )}
-                                </span>
-                                <FieldError error field="password" />
-                            </label>
-                        }
-                    })}
-                {(!remote)
-                    .then(|| {
-                        view! {
-                            <label class="check">
-                                <input type="checkbox" name="enabled" bind:checked=enabled prop:disabled=is_me />
-                                "Enabled (can log in)"
-                            </label>
-                        }
-                    })}
-                <div class="actions">
-                    <button type="button" on:click=move |_| on_close.run(())>"Cancel"</button>
-                    <button type="submit" class="primary" disabled=move || save.pending().get()>
-                        {if is_new { "Create user" } else { "Save" }}
-                    </button>
-                </div>
-            </form>
-        </Dialog>
     }
 }
