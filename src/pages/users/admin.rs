@@ -15,16 +15,9 @@ use crate::{
     nav::{use_customer, use_query_state},
 };
 
-use super::form::UserForm;
+use super::form::{Editing, UserForm};
 
 const PAGE_SIZE: u64 = 20;
-
-/// The user being created or edited.
-#[derive(Clone)]
-pub(super) enum Editing {
-    New,
-    Existing(Box<User>),
-}
 
 /// A consequential action awaiting confirmation.
 #[derive(Clone)]

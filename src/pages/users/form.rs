@@ -13,7 +13,12 @@ use crate::{
     nav::use_customer,
 };
 
-use super::admin::Editing;
+/// The user being created or edited.
+#[derive(Clone)]
+pub(super) enum Editing {
+    New,
+    Existing(Box<User>),
+}
 
 #[component]
 pub(super) fn UserForm(
