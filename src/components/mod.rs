@@ -1,4 +1,6 @@
-//! Shared UI pieces.
+//! Shared UI, one of each, for any page: the frame (layout), async views, dialogs, pager, time, charts and what
+//! they draw from statistics answers, the filter builder, the bulk flow, and the dialogs pages open from another
+//! page's data (add to a network list, purge a URL). Components never import pages.
 
 pub mod add_to_list;
 pub mod answers;
