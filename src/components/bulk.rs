@@ -126,7 +126,8 @@ fn read_file(e: &ev::Event, then: Callback<(String, String)>) {
 
 /// How `n` values go in chunks of `size`: each chunk's first value (numbered from 1) and its length.
 pub fn chunk_spans(n: usize, size: usize) -> Vec<(usize, usize)> {
-    (0..n.div_ceil(size.max(1))).map(|i| (i * size + 1, size.min(n - i * size))).collect()
+    let size = size.max(1);
+    (0..n.div_ceil(size)).map(|i| (i * size + 1, size.min(n - i * size))).collect()
 }
 
 /// Sends `values` in chunks of `size`, one after another: the next when the last is answered. `send` gets a
