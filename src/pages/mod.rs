@@ -14,10 +14,7 @@ pub mod tasks;
 pub mod users;
 
 use leptos::prelude::*;
-use leptos_router::{
-    components::A,
-    hooks::{use_params_map, use_query_map},
-};
+use leptos_router::{components::A, hooks::use_params_map};
 
 pub use account::Account;
 pub use audit::AuditLog;
@@ -47,29 +44,6 @@ pub fn Page() -> impl IntoView {
         "account" => view! { <Account /> }.into_any(),
         "audit" => view! { <AuditLog /> }.into_any(),
         _ => view! { <NotFound /> }.into_any(),
-    }
-}
-
-/// A page titled `title` that shows one item when the query names it (`?{param}=...`) and the index otherwise,
-/// so that the item survives a reload and the back button returns to the index.
-#[component]
-pub fn IndexOrItem<I, IV, D, DV>(title: &'static str, param: &'static str, index: I, item: D) -> impl IntoView
-where
-    I: Fn() -> IV + Send + Sync + 'static,
-    IV: IntoView + 'static,
-    D: Fn(String) -> DV + Send + Sync + 'static,
-    DV: IntoView + 'static,
-{
-    let query = use_query_map();
-    let selected = Memo::new(move |_| query.read().get(param).filter(|s| !s.is_empty()));
-    view! {
-        <section class="page">
-            <h1>{title}</h1>
-            {move || match selected.get() {
-                Some(id) => item(id).into_any(),
-                None => index().into_any(),
-            }}
-        </section>
     }
 }
 

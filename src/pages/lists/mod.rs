@@ -12,7 +12,7 @@ use leptos::prelude::*;
 
 pub use self::lines::{CheckedLine, Covered, check_lines, mark_covered, replace_entry, valid_values};
 use self::{detail::ListDetail, index::ListIndex};
-use crate::pages::IndexOrItem;
+use crate::components::index_or_item::IndexOrItem;
 
 #[component]
 pub fn NetworkLists() -> impl IntoView {

@@ -19,10 +19,10 @@ use crate::{
         async_view::{AsyncView, act, load},
         dialog::Dialog,
         errors::FormError,
+        index_or_item::IndexOrItem,
         time::datetime,
     },
     nav::use_customer,
-    pages::IndexOrItem,
     session::Auth,
 };
 use editor::PropertyEditor;
