@@ -9,7 +9,8 @@ use leptos_router::{
 
 use crate::{
     components::layout::Layout,
-    pages::{self, go_to},
+    nav::go_to,
+    pages,
     session::{Auth, remembered_login},
 };
 

@@ -4,6 +4,7 @@ pub mod api;
 pub mod app;
 pub mod components;
 pub mod crash;
+pub mod nav;
 pub mod pages;
 pub mod session;
 pub mod signin;

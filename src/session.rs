@@ -1,6 +1,6 @@
 //! Who is logged in, shared by every view: the customer, the username and the session.
 
-use edge_api::{Session, User};
+use edge_api::{Role, Session, User};
 use leptos::prelude::*;
 
 const LAST_LOGIN_KEY: &str = "edge-console.last-login";
@@ -10,6 +10,17 @@ pub struct LoggedIn {
     pub customer: String,
     pub username: String,
     pub session: Session,
+}
+
+/// A user's role; None for one this console does not know.
+pub fn role_of(user: &User) -> Option<Role> {
+    Role::parse(&user.role.id)
+}
+
+/// Whether a user may change things: any role but viewer (a role this console does not know included: the
+/// server decides, and says no).
+pub fn may_write(user: &User) -> bool {
+    role_of(user) != Some(Role::Viewer)
 }
 
 /// The login state, provided near the root of the app: the session, and the logged-in user once read.
@@ -39,12 +50,12 @@ impl Auth {
 
     /// True when the logged-in user is an administrator.
     pub fn is_admin(&self) -> bool {
-        self.1.with(|u| u.as_ref().is_some_and(|u| u.role.id == "admin"))
+        self.1.with(|u| u.as_ref().is_some_and(|u| role_of(u) == Some(Role::Admin)))
     }
 
     /// True when the logged-in user may change things (operator or administrator), tracked.
     pub fn can_write(&self) -> bool {
-        self.1.with(|u| u.as_ref().is_some_and(|u| u.role.id != "viewer"))
+        self.1.with(|u| u.as_ref().is_some_and(may_write))
     }
 
     pub fn get() -> Auth {

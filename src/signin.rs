@@ -6,16 +6,10 @@
 use leptos::prelude::*;
 
 use crate::{
+    nav::open_console,
     pages::{login::LoginPage, reset::ResetPasswordPage},
     session::{Auth, remembered_login},
 };
-
-/// Goes to `path` of the console by a page load (the console is another document).
-pub fn open_console(path: &str) {
-    if let Some(w) = web_sys::window() {
-        let _ = w.location().replace(path);
-    }
-}
 
 /// Mounts the sign-in app on the page's body.
 pub fn mount() {

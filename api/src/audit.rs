@@ -72,34 +72,92 @@ paged!(
     AuditRecord
 );
 
-/// Every operation the audit log records, with what it means; the console's filter offers them.
-pub const AUDIT_OPERATIONS: &[(&str, &str)] = &[
-    ("session.create", "Logged in (a session was created)"),
-    ("session.delete", "Logged out, or a session was ended"),
-    ("session.expire", "A session expired"),
-    ("login.failure", "A login failed (wrong password or one-time code)"),
-    ("login.lockout", "Logins were locked after repeated failures"),
-    ("user.create", "User created"),
-    ("user.update", "User changed"),
-    ("user.role_change", "User's role changed"),
-    ("user.delete", "User deleted"),
-    ("user.password.change", "Password changed by its user"),
-    ("user.password.reset", "Password reset by an administrator"),
-    ("user.password.reset_complete", "New password set from a reset link"),
-    ("user.otp.seed", "Two-factor seed generated"),
-    ("user.otp.pair", "Two-factor paired"),
-    ("user.otp.unpair", "Two-factor unpaired"),
-    ("property.create", "Property created"),
-    ("property.config.update", "Property configuration updated"),
-    ("property.config.rollback", "Property configuration rolled back to an earlier version"),
-    ("cache.purge", "Cache purged"),
-    ("networklist.create", "Network list created"),
-    ("networklist.update", "Network list renamed, described or (un)deprecated"),
-    ("networklist.delete", "Network list deleted"),
-    ("networklist.entries.add", "Entries added to a network list"),
-    ("networklist.entry.delete", "Entry removed from a network list"),
-    ("networklist.entries.clear", "Every entry removed from a network list"),
-    ("account.update", "Account changed"),
-    ("customer.create", "Account created (command line)"),
-    ("identity_source.create", "Identity source registered (command line)"),
-];
+/// Declares the operations once: the [`AuditOperation`] enum, their names as constants in [`op`] (for code
+/// that writes records), and [`AUDIT_OPERATIONS`] with what each means.
+macro_rules! audit_operations {
+    ($($variant:ident $constant:ident $name:literal $label:literal,)*) => {
+        /// An operation the audit log records.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum AuditOperation {
+            $($variant),*
+        }
+
+        impl AuditOperation {
+            pub const ALL: &[AuditOperation] = &[$(AuditOperation::$variant),*];
+
+            /// Its name in records and filters (`user.create`).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(AuditOperation::$variant => $name),*
+                }
+            }
+
+            /// What it means, in words.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(AuditOperation::$variant => $label),*
+                }
+            }
+
+            pub fn parse(s: &str) -> Option<AuditOperation> {
+                AuditOperation::ALL.iter().copied().find(|o| o.as_str() == s)
+            }
+        }
+
+        /// The operations' names, for code that writes records (`op::USER_CREATE`).
+        pub mod op {
+            $(pub const $constant: &str = $name;)*
+        }
+
+        /// Every operation the audit log records, with what it means; the console's filter offers them.
+        pub const AUDIT_OPERATIONS: &[(&str, &str)] = &[$(($name, $label)),*];
+    };
+}
+
+audit_operations! {
+    SessionCreate SESSION_CREATE "session.create" "Logged in (a session was created)",
+    SessionDelete SESSION_DELETE "session.delete" "Logged out, or a session was ended",
+    SessionExpire SESSION_EXPIRE "session.expire" "A session expired",
+    LoginFailure LOGIN_FAILURE "login.failure" "A login failed (wrong password or one-time code)",
+    LoginLockout LOGIN_LOCKOUT "login.lockout" "Logins were locked after repeated failures",
+    UserCreate USER_CREATE "user.create" "User created",
+    UserUpdate USER_UPDATE "user.update" "User changed",
+    UserRoleChange USER_ROLE_CHANGE "user.role_change" "User's role changed",
+    UserDelete USER_DELETE "user.delete" "User deleted",
+    PasswordChange PASSWORD_CHANGE "user.password.change" "Password changed by its user",
+    PasswordReset PASSWORD_RESET "user.password.reset" "Password reset by an administrator",
+    PasswordResetComplete PASSWORD_RESET_COMPLETE "user.password.reset_complete" "New password set from a reset link",
+    OtpSeed OTP_SEED "user.otp.seed" "Two-factor seed generated",
+    OtpPair OTP_PAIR "user.otp.pair" "Two-factor paired",
+    OtpUnpair OTP_UNPAIR "user.otp.unpair" "Two-factor unpaired",
+    PropertyCreate PROPERTY_CREATE "property.create" "Property created",
+    ConfigUpdate CONFIG_UPDATE "property.config.update" "Property configuration updated",
+    ConfigRollback CONFIG_ROLLBACK "property.config.rollback" "Property configuration rolled back to an earlier version",
+    Purge PURGE "cache.purge" "Cache purged",
+    ListCreate LIST_CREATE "networklist.create" "Network list created",
+    ListUpdate LIST_UPDATE "networklist.update" "Network list renamed, described or (un)deprecated",
+    ListDelete LIST_DELETE "networklist.delete" "Network list deleted",
+    EntriesAdd ENTRIES_ADD "networklist.entries.add" "Entries added to a network list",
+    EntryDelete ENTRY_DELETE "networklist.entry.delete" "Entry removed from a network list",
+    EntriesClear ENTRIES_CLEAR "networklist.entries.clear" "Every entry removed from a network list",
+    AccountUpdate ACCOUNT_UPDATE "account.update" "Account changed",
+    CustomerCreate CUSTOMER_CREATE "customer.create" "Account created (command line)",
+    IdentitySourceCreate IDENTITY_SOURCE_CREATE "identity_source.create" "Identity source registered (command line)",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_operation_has_one_name_that_reads_back() {
+        let names: std::collections::BTreeSet<&str> = AuditOperation::ALL.iter().map(|o| o.as_str()).collect();
+        assert_eq!(names.len(), AuditOperation::ALL.len());
+        for o in AuditOperation::ALL {
+            assert_eq!(AuditOperation::parse(o.as_str()), Some(*o));
+        }
+        assert_eq!(AuditOperation::parse("user"), None);
+        assert_eq!(op::USER_CREATE, AuditOperation::UserCreate.as_str());
+        assert_eq!(AUDIT_OPERATIONS.len(), AuditOperation::ALL.len());
+    }
+}

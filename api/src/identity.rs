@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::paging::Paged;
+
 /// A reference to another resource: `{id, uri}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -62,10 +64,11 @@ pub struct SessionModel {
     pub user: Option<Link>,
 }
 
+// The body of GET /roles/{role_id}; the role itself is `crate::access::Role`.
 /// A role: `admin`, `operator` or `viewer`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct Role {
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Role))]
+pub struct RoleBody {
     pub name: String,
     pub id: String,
     pub uri: String,
@@ -92,6 +95,21 @@ pub struct LinkPage {
     pub prev_uri: String,
     pub uri: String,
     pub items: Vec<Link>,
+}
+
+/// Blank, not null, at the ends: the shape the API has always given these two collections.
+impl From<Paged<Link>> for LinkPage {
+    fn from(p: Paged<Link>) -> Self {
+        LinkPage {
+            total: p.total,
+            page_index: p.page_index,
+            has_more: p.has_more,
+            next_uri: p.next_uri.unwrap_or_default(),
+            prev_uri: p.prev_uri.unwrap_or_default(),
+            uri: p.uri,
+            items: p.items,
+        }
+    }
 }
 
 /// A user of the customer account. For a remote identity source only the role association is held, and the
@@ -157,6 +175,12 @@ pub struct UserPage {
     pub page_index: u64,
 }
 
+impl From<Paged<User>> for UserPage {
+    fn from(p: Paged<User>) -> Self {
+        UserPage { has_more: p.has_more, uri: p.uri, items: p.items, total: p.total, page_index: p.page_index }
+    }
+}
+
 /// Two-factor settings of a user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -210,19 +234,6 @@ pub struct PasswordResetCompletion {
     #[cfg_attr(feature = "openapi", schema(max_length = 1024))]
     pub password: String,
 }
-
-/// The roles, with what each allows, for pickers and explanations.
-pub const ROLES: [(&str, &str); 3] = [
-    ("admin", "Everything, including users, roles, two-factor resets and account changes."),
-    (
-        "operator",
-        "Everything except users, roles and account changes: configuration, purges, network lists, ingestion.",
-    ),
-    (
-        "viewer",
-        "Read-only: statistics, configurations, network lists, tasks and purge status; their own password and two-factor.",
-    ),
-];
 
 /// The password policy of the local identity source; the server enforces it and the console shows it.
 pub const PASSWORD_MIN_LENGTH: usize = 12;

@@ -3,6 +3,7 @@
 //! Every request and response body is defined here once. The `openapi` feature adds utoipa schemas for the
 //! server; the console (wasm32) never enables it.
 
+pub mod access;
 pub mod account;
 pub mod audit;
 pub mod config;
@@ -18,11 +19,12 @@ pub mod schema;
 pub mod stats;
 pub mod tasks;
 
+pub use access::{Permission, ROLES, Role, perm};
 pub use account::*;
 pub use audit::*;
 pub use error::{ErrorBody, ErrorDetail};
 pub use identity::*;
 pub use networklists::*;
-pub use paging::PageInfo;
+pub use paging::{PageInfo, Paged};
 pub use purge::*;
 pub use tasks::*;

@@ -104,7 +104,7 @@ fn optional_display_name_long() -> Schema {
 /// A role reference: `admin`, `operator` or `viewer`.
 fn role_link() -> Schema {
     ObjectBuilder::new()
-        .property("id", text().enum_values(Some(["admin", "operator", "viewer"])))
+        .property("id", text().enum_values(Some(crate::access::Role::ALL.map(crate::access::Role::as_str))))
         .required("id")
         .property("uri", text())
         .into()

@@ -8,14 +8,13 @@ mod common;
 
 use std::{future::Future, net::IpAddr, sync::Arc, time::Duration};
 
-use edge_api::config::ReadOnly;
+use edge_api::{audit::op, config::ReadOnly};
 use edge_server::{
-    audit::{Target, op},
     config::{content_hash, etag},
     store::{
         AccountChange, Actor, AuditEvent, AuditFilter, ConfigVersionRecord, Customer, EntryRecord, Location,
         NetworkListRecord, NetworkListUpdate, NewCustomer, NewUser, OtpSeedRecord, PasswordReset, PurgeRecord,
-        SessionRecord, Store, StoreError, TaskFilter, TaskRecord, TaskStatus, UserUpdate,
+        SessionRecord, Store, StoreError, Target, TaskFilter, TaskRecord, TaskStatus, UserUpdate,
     },
     throttle::{self, Decision, Lockout, LoginKey, Outcome, Verdict},
 };

@@ -116,10 +116,12 @@ pub fn Confirm(
         <Dialog title on_close>
             <p>{message}</p>
             {children.map(|c| c())}
-            {move || error.get().map(|error| view! { <crate::components::errors::ApiErrorNotice error /> })}
+            // Read with try_get: the caller's signals may go before the dialog does (a view that goes when the
+            // session ends), and the dialog may still hear of a change.
+            {move || error.try_get().flatten().map(|error| view! { <crate::components::errors::ApiErrorNotice error /> })}
             <div class="actions">
                 <button type="button" autofocus=true on:click=move |_| on_close.run(())>"Cancel"</button>
-                <button type="button" class="danger" disabled=move || pending.get() on:click=move |_| on_confirm.run(())>
+                <button type="button" class="danger" disabled=move || pending.try_get() == Some(true) on:click=move |_| on_confirm.run(())>
                     {action}
                 </button>
             </div>

@@ -17,8 +17,8 @@ use crate::{
         errors::{ApiErrorNotice, error_fallback},
         time::{Zone, parse_iso},
     },
-    pages::go_to,
-    session::{Auth, LoggedIn, remember_login, remembered_login},
+    nav::go_to,
+    session::{Auth, LoggedIn, may_write, remember_login, remembered_login},
 };
 
 /// The notice that the session is about to end shows this long before it does.
@@ -142,7 +142,7 @@ pub fn Layout() -> impl IntoView {
         }
     });
     // The account's time zone, for those who may read the account (viewers keep UTC or their own choice).
-    let reads_account = Memo::new(move |_| auth.me().map(|u| u.role.id != "viewer"));
+    let reads_account = Memo::new(move |_| auth.me().as_ref().map(may_write));
     Effect::new(move |_| {
         if reads_account.get() == Some(true) {
             let c = customer.get_untracked();

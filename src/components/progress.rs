@@ -12,7 +12,7 @@ use std::{
 use edge_api::Task;
 use leptos::{prelude::*, task::spawn_local};
 
-use crate::{api, pages::use_customer};
+use crate::{api, nav::use_customer};
 
 /// The first pause between two requests for progress; each later one is half as long again, up to
 /// [`POLL_MAX_MS`].

@@ -10,8 +10,8 @@ use crate::{
         errors::{FieldError, FormError},
         time::{Time, Zone, zone_names},
     },
-    pages::use_customer,
-    session::Auth,
+    nav::use_customer,
+    session::{Auth, may_write},
 };
 
 #[component]
@@ -30,7 +30,7 @@ pub fn Account() -> impl IntoView {
         <section class="page">
             <h1>"Account"</h1>
             <Show
-                when=move || auth.me().is_none_or(|u| u.role.id != "viewer")
+                when=move || auth.me().as_ref().is_none_or(may_write)
                 fallback=|| {
                     view! {
                         <div class="notice info" role="status">

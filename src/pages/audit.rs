@@ -2,7 +2,7 @@
 //! and the page live in the address, so a view of the log can be bookmarked and shared; the export writes every
 //! record the filters keep (up to a limit) as CSV.
 
-use edge_api::{AUDIT_OPERATIONS, AuditRecord};
+use edge_api::{AUDIT_OPERATIONS, AuditRecord, Role};
 use leptos::prelude::*;
 use leptos_router::{
     NavigateOptions,
@@ -20,8 +20,8 @@ use crate::{
         pager::Pager,
         time::{self, Time, Zone},
     },
-    pages::use_customer,
-    session::Auth,
+    nav::use_customer,
+    session::{Auth, role_of},
 };
 
 /// Records a page shows: the choices, and the first of them by default.
@@ -143,7 +143,7 @@ pub fn AuditLog() -> impl IntoView {
             // By role, not by the whole record: a refreshed record (two-factor turned on) rebuilds nothing.
             {move || match role.get().map(|_| auth.me_untracked()) {
                 None | Some(None) => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(Some(me)) if me.role.id == "admin" => view! { <Log /> }.into_any(),
+                Some(Some(me)) if role_of(&me) == Some(Role::Admin) => view! { <Log /> }.into_any(),
                 Some(Some(me)) => {
                     view! {
                         <div class="notice info">

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::{
     api::{self, ApiError},
     components::async_view::act,
-    pages::query_param,
+    nav::query_param,
     session::{Auth, LoggedIn, remembered_login},
 };
 
@@ -59,7 +59,7 @@ pub fn LoginPage() -> impl IntoView {
                 .filter(|n| n.starts_with(&format!("/{}/", logged_in.customer)))
                 .unwrap_or_else(|| format!("/{}/stats", logged_in.customer));
             auth.set(logged_in);
-            crate::signin::open_console(&next);
+            crate::nav::open_console(&next);
         }
         Some(Err(e)) if e.kind() == "otp_required" => {
             need_otp.set(true);

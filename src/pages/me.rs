@@ -13,7 +13,7 @@ use crate::{
         errors::FormError,
         time::{Time, Zone, zone_names},
     },
-    pages::use_customer,
+    nav::use_customer,
     session::Auth,
 };
 

@@ -6,7 +6,7 @@ use leptos::{ev, prelude::*};
 use crate::{
     api,
     components::{async_view::act, errors::FormError},
-    pages::query_param,
+    nav::query_param,
 };
 
 #[component]

@@ -10,18 +10,17 @@ use wasm_bindgen::JsCast;
 use crate::{
     api::{self, Column},
     components::{
+        add_to_list::AddToListDialog,
+        answers::{bars, series_over},
         async_view::{AsyncView, Later, Load, load},
         chart::{BarList, TimeChart, grouped},
         curl::CopyCurl,
+        filters::{FilterBuilder, with_condition},
         pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
         time::datetime,
     },
-    pages::{
-        lists::AddToListDialog,
-        stats::{bars, filters::FilterBuilder, filters::with_condition, series_over},
-        use_customer, use_query_state,
-    },
+    nav::{use_customer, use_query_state},
     session::Auth,
 };
 

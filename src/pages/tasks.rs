@@ -12,7 +12,7 @@ use crate::{
         progress::follow,
         time::Time,
     },
-    pages::{use_customer, use_query_state},
+    nav::{use_customer, use_query_state},
 };
 
 const PAGE_SIZE: u64 = 25;

@@ -20,8 +20,8 @@ const USAGE: &str = "usage:
   cargo xtask serve --cluster [SERVER FLAGS]
                                      the same on PostgreSQL (kept under target/cluster/) with two replicas behind a
                                      load balancer (HAProxy, or nginx) on that address
-  cargo xtask test                   install what tests need, then run every test (lint, native on SQLite and on a
-                                     throwaway PostgreSQL cluster, wasm, end-to-end)
+  cargo xtask test                   install what tests need, then run every test (format, import cycles, lint,
+                                     native on SQLite and on a throwaway PostgreSQL cluster, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask perf-console           load times of the console in headless Chromium through the real server:
                                      login form and login to first chart, on loopback and an emulated
@@ -45,7 +45,9 @@ const USAGE: &str = "usage:
                                      a realistic request mix against a demo server, and a bare axum handler
                                      for comparison (default 20 s each, 16 connections); with --cluster also
                                      through a load balancer in front of two replicas on PostgreSQL
-  cargo xtask layers                 no module imports one that imports it back (every crate of the workspace)
+  cargo xtask layers [DIR...]        no module imports one that imports it back (every crate of the workspace, or
+                                     those whose sources are in DIR, e.g. src server/src); cargo xtask test checks
+                                     every crate but bench/
   cargo xtask fuzz-api [--examples N] [--min-requests N]
                                      schemathesis against every operation of /openapi.json on a demo server
                                      (default 25 examples per operation, at least 2,000 requests)";
@@ -64,7 +66,7 @@ fn main() -> ExitCode {
         Some("lighthouse") => lighthouse::command(&args[1..]),
         Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
-        Some("layers") => layers_command(),
+        Some("layers") => layers_command(&args[1..]),
         Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
         _ => {
             eprintln!("{USAGE}");
@@ -232,21 +234,39 @@ fn e2e_command(tools: &tools::Tools, tmp: &BrowserTmp) -> Command {
     cmd
 }
 
-/// `cargo xtask layers`: prints every import cycle between modules; fails when there is one.
-fn layers_command() -> Result<ExitCode> {
-    let mut found = 0;
-    for (dir, root_file) in layers::CRATES {
-        for cycle in layers::cycles(&root().join(dir), root_file)? {
-            found += 1;
-            println!("{dir}: {} → {}", cycle.join(" → "), cycle[0]);
-        }
+/// `cargo xtask layers [DIR...]`: prints every import cycle between modules of the crates (all, or those whose
+/// source folders are named); fails when there is one.
+fn layers_command(args: &[String]) -> Result<ExitCode> {
+    let dirs: Vec<&str> = args.iter().map(|a| a.trim_end_matches('/')).collect();
+    if let Some(unknown) = dirs.iter().find(|d| !layers::CRATES.iter().any(|(c, _)| c == *d)) {
+        bail!("no crate's sources in {unknown} (one of: {})", layers::CRATES.map(|(d, _)| d).join(", "));
     }
-    if found > 0 {
-        println!("xtask layers: {found} import cycle(s)");
+    let found = layers::report(&root(), &dirs)?;
+    for line in &found {
+        println!("{line}");
+    }
+    if !found.is_empty() {
+        println!("xtask layers: {} import cycle(s)", found.len());
         return Ok(ExitCode::FAILURE);
     }
     println!("xtask layers: no import cycle");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The step of `cargo xtask test` that fails on an import cycle in the crates it checks ([`layers::TESTED`]).
+fn layers_step() -> Step {
+    const NAME: &str = "layers (no import cycle; every crate but bench/)";
+    let started = std::time::Instant::now();
+    match layers::report(&root(), &layers::TESTED) {
+        Ok(found) => {
+            eprintln!("\nxtask: == {NAME} ==");
+            for line in &found {
+                println!("{line}");
+            }
+            Step { name: NAME, ok: found.is_empty(), seconds: started.elapsed().as_secs(), summary: found }
+        }
+        Err(e) => Step::failed(NAME, started.elapsed().as_secs(), &e),
+    }
 }
 
 /// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
@@ -469,6 +489,7 @@ fn test() -> Result<ExitCode> {
     let tmp = BrowserTmp::new()?;
     let mut steps = vec![Step { name: "install tools (pinned)", ok: true, seconds: installed, summary: vec![] }];
     steps.push(test_step("format", cargo().args(["fmt", "--all", "--check"])));
+    steps.push(layers_step());
     steps.push(test_step(
         "lint (native)",
         cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]),

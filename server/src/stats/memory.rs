@@ -1753,7 +1753,7 @@ impl StatsEngine for MemoryEngine {
         // A snapshot is written beside the one it replaces: without room for it, keep the log (nothing is lost,
         // the next start replays it) rather than fill the disk that the state and the log need.
         let needed = self.footprint().bytes + SNAPSHOT_SPARE_BYTES;
-        if let Some(free) = crate::web::free_bytes(&self.dir)
+        if let Some(free) = crate::disk::free_bytes(&self.dir)
             && free < needed
         {
             tracing::warn!(

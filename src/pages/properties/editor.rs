@@ -3,7 +3,7 @@
 //! asks; the draft is kept in this browser (so a reload or an ended session offers it back); rollback saves
 //! an old version through the same etag and merge path, without touching the draft.
 
-use edge_api::config::{ConfigDocument, Conflict, PropertyConfig, diff, merge3};
+use edge_api::config::{ConfigDocument, PropertyConfig, diff, merge3};
 use leptos::prelude::*;
 use leptos_router::{NavigateOptions, hooks::use_navigate};
 use serde::{Deserialize, Serialize};
@@ -19,13 +19,13 @@ use crate::{
         layout::Unsaved,
         time::{Time, TimeMs},
     },
-    pages::use_customer,
+    nav::use_customer,
     session::Auth,
 };
 
 use super::{
     history::{ChangesTable, History},
-    merge::MergeScreen,
+    merge::{MergeScreen, MergeState},
     nodes::{Fields, StructuredEditor},
 };
 
@@ -57,14 +57,6 @@ enum Saved {
     Done { doc: Box<ConfigDocument>, merged_with: Option<u64> },
     /// Someone else saved; both changed the same things.
     Conflicts(Box<MergeState>),
-}
-
-#[derive(Clone)]
-pub(super) struct MergeState {
-    pub(super) theirs: ConfigDocument,
-    /// The merge, holding their values where there are conflicts.
-    pub(super) merged: Value,
-    pub(super) conflicts: Vec<Conflict>,
 }
 
 pub(super) fn to_value(c: &PropertyConfig) -> Value {

@@ -14,7 +14,7 @@ use crate::{
         dialog::Confirm,
         time::Time,
     },
-    pages::use_customer,
+    nav::use_customer,
 };
 
 #[component]
@@ -89,7 +89,9 @@ pub(super) fn History(
                                                         <td class="actions">
                                                             {(n > 1).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n - 1, n)))>"Changes"</button> })}
                                                             {(n != latest).then(|| view! { <button class="link" on:click=move |_| compare.set(Some((n, latest)))>"Compare with current"</button> })}
-                                                            {move || (writable.try_get().unwrap_or(false) && n != latest).then(|| view! { <button class="link" on:click=move |_| {
+                                                            // Read with try_get: when the session ends the editor goes, and the writability it
+                                                            // passes with it; a row may still hear of the change (it panicked).
+                                                            {move || (writable.try_get() == Some(true) && n != latest).then(|| view! { <button class="link" on:click=move |_| {
                                                                 rollback.value().set(None);
                                                                 rolling.set(Some(n));
                                                             }>"Roll back to this"</button> })}

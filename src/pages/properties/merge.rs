@@ -1,10 +1,19 @@
 //! The merge screen: the conflicts of a three-way merge side by side, a choice for each.
 
-use edge_api::config::{ConfigDocument, PropertyConfig, set_at};
+use edge_api::config::{ConfigDocument, Conflict, PropertyConfig, set_at};
 use leptos::prelude::*;
 use serde_json::Value;
 
-use super::{editor::MergeState, labels::human_path, nodes::Fields};
+use super::{labels::human_path, nodes::Fields};
+
+/// A merge the saving could not finish alone: their version, the merge so far and what conflicts.
+#[derive(Clone)]
+pub(super) struct MergeState {
+    pub(super) theirs: ConfigDocument,
+    /// The merge, holding their values where there are conflicts.
+    pub(super) merged: Value,
+    pub(super) conflicts: Vec<Conflict>,
+}
 
 /// The conflicts of a merge: base, theirs and mine side by side, a choice for each.
 #[component]

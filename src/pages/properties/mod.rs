@@ -19,9 +19,10 @@ use crate::{
         async_view::{AsyncView, act, load},
         dialog::Dialog,
         errors::FormError,
+        index_or_item::IndexOrItem,
         time::datetime,
     },
-    pages::{IndexOrItem, use_customer},
+    nav::use_customer,
     session::Auth,
 };
 use editor::PropertyEditor;

@@ -3,13 +3,10 @@
 use edge_api::stats::StatsResponse;
 use leptos::prelude::*;
 
-use super::{
-    is_latency,
-    view::{PAGE_SIZE, metric_label},
-};
+use super::view::{PAGE_SIZE, metric_label};
 use crate::{
     api::Column,
-    components::{chart::Unit, pager::Pager, time::datetime},
+    components::{answers::is_latency, chart::Unit, pager::Pager, time::datetime},
 };
 
 /// The rows of one page; sorting by a column header (descending first), paging below. A dimension's value

@@ -9,10 +9,11 @@ use crate::{
         async_view::{AsyncView, load},
         chart::short_number,
         curl::CopyCurl,
+        purge_url::PurgeUrlDialog,
         range::Range,
         time::date,
     },
-    pages::{purge::PurgeUrlDialog, use_customer},
+    nav::use_customer,
     session::Auth,
 };
 

@@ -183,14 +183,14 @@ pub fn ranking(dims: &[String], range: Range, g: Granularity, now: i64) -> (Rang
 /// The metric that ranks the values of a chart: the first chosen that adds up (a latency is ranked by its
 /// requests).
 pub fn rank_metric(metrics: &[String]) -> String {
-    metrics.iter().find(|m| !super::is_latency(m)).cloned().unwrap_or_else(|| "hits".into())
+    metrics.iter().find(|m| !crate::components::answers::is_latency(m)).cloned().unwrap_or_else(|| "hits".into())
 }
 
 /// The metrics to ask for: those chosen, and hits when a latency is among them (its average is its sum over
 /// the hits).
 pub fn query_metrics(chosen: &[String]) -> Vec<String> {
     let mut m = chosen.to_vec();
-    if m.iter().any(|x| super::is_latency(x)) && !m.iter().any(|x| x == "hits") {
+    if m.iter().any(|x| crate::components::answers::is_latency(x)) && !m.iter().any(|x| x == "hits") {
         m.push("hits".into());
     }
     m
