@@ -89,7 +89,7 @@ pub fn Layout() -> impl IntoView {
     // A 401 from any call: the session is gone. Back to the login page, once, to come back here afterwards.
     {
         api::on_session_lost(move || {
-            if auth.clear() {
+            if leave_once() {
                 go_to(&login_url(&customer.get_untracked(), &here(), Some("expired")));
             }
         });
@@ -217,8 +217,9 @@ pub fn Layout() -> impl IntoView {
         let customer = customer.get_untracked();
         async move {
             let _ = api::delete_current_session(&customer).await;
-            auth.clear();
-            go_to(&format!("/login?customer={}", js_sys::encode_uri_component(&customer)));
+            if leave_once() {
+                go_to(&format!("/login?customer={}", js_sys::encode_uri_component(&customer)));
+            }
         }
     });
 
@@ -408,4 +409,16 @@ fn Shell(customer: String, username: Signal<String>, logout: Action<(), ()>) -> 
                 })
         }}
     }
+}
+
+thread_local! {
+    static LEAVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True the first time only: the console leaves for the login page once. It leaves by loading that page (the
+/// sign-in app), and the session's signals stay as they are until the page goes: clearing them first rebuilt
+/// the views while work of theirs was still in flight (an unsaved draft's fields read a writability that was
+/// gone: a panic logged just before the page went, found by the end-to-end test).
+fn leave_once() -> bool {
+    !LEAVING.with(|l| l.replace(true))
 }
