@@ -569,3 +569,37 @@ async fn hostile_sizes_of_every_field_are_refused_and_nothing_is_made() {
     let reply = app.send(req(Method::POST, "/acme/v1/tokens").basic("alice", PASSWORD).json(&body).done()).await;
     assert_error(&reply, StatusCode::BAD_REQUEST, "limit_exceeded");
 }
+
+#[tokio::test]
+async fn the_scope_table_names_every_operation_of_the_document_and_the_document_names_each_scope() {
+    let app = TestApp::new().await;
+    let doc = app.send(req(Method::GET, "/openapi.json").done()).await.body;
+    let mut documented = std::collections::BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "head", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let route = path.strip_prefix("/{customer}/v1").unwrap().to_string();
+            let access = edge_api::token_access(&method.to_uppercase(), &route);
+            let named: Vec<&str> = op["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.get("token"))
+                .flat_map(|s| s.as_array().unwrap().iter().map(|v| v.as_str().unwrap()))
+                .collect();
+            match access {
+                edge_api::TokenAccess::Scope(s) => assert_eq!(named, [s.as_str()], "{method} {route}"),
+                _ => assert!(named.is_empty(), "{method} {route}"),
+            }
+            documented.insert((method.to_uppercase(), route));
+        }
+    }
+    let table: std::collections::BTreeSet<(String, String)> =
+        edge_api::OPERATION_SCOPES.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
+    let missing: Vec<_> = documented.difference(&table).collect();
+    let extra: Vec<_> = table.difference(&documented).collect();
+    assert!(missing.is_empty(), "operations without a row in edge_api::OPERATION_SCOPES: {missing:?}");
+    assert!(extra.is_empty(), "rows of edge_api::OPERATION_SCOPES that are no operation: {extra:?}");
+}
