@@ -194,7 +194,7 @@ async fn a_token_never_does_more_than_its_users_role() {
         let body = json!({"name": "too much", "scopes": [scope]});
         let reply = app.send(req(Method::POST, "/acme/v1/tokens").basic(user, PASSWORD).json(&body).done()).await;
         assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_token");
-        assert_eq!(reply.body["details"][0]["message"].as_str().unwrap().contains(scope), true, "{}", reply.body);
+        assert!(reply.body["details"][0]["message"].as_str().unwrap().contains(scope), "{}", reply.body);
     }
     let token = secret(&make(&app, "olga", &["lists:write"], json!({})).await);
     let list = json!({"name": "l", "type": "IP", "list": []});
