@@ -91,9 +91,14 @@ pub async fn authenticate(
         });
     }
     if token.last_used_ms.is_none_or(|last| now - last >= TOUCH_EVERY_MS) {
-        state.store.touch_token(&token.id, now, &addr.to_string(), now - TOUCH_EVERY_MS + 1).await?;
-        token.last_used_ms = Some(now);
-        token.last_used_from = Some(addr.to_string());
+        // Bookkeeping: a storage that refuses writes (a full disk) must not refuse the reads a token makes.
+        match state.store.touch_token(&token.id, now, &addr.to_string(), now - TOUCH_EVERY_MS + 1).await {
+            Ok(()) => {
+                token.last_used_ms = Some(now);
+                token.last_used_from = Some(addr.to_string());
+            }
+            Err(e) => tracing::warn!(error = %e, token = %token.id, "recording a token's use failed"),
+        }
     }
     Ok((token, customer, user))
 }

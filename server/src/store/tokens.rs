@@ -7,7 +7,7 @@ use edge_api::tokens::MAX_TOKENS_PER_USER;
 use super::{
     CustomerId, StoreError, StoreResult,
     audit::{AuditEvent, Target, insert_audit},
-    customers::Customer,
+    customers::{Customer, JOINED_CUSTOMER, joined_customer},
     db::{Row, query},
     sql::{SqlStore, filtered_page},
     users::{UserRecord, user_from_row},
@@ -192,9 +192,7 @@ impl Tokens for SqlStore {
 
     async fn token_by_secret(&self, secret_hash: &str) -> StoreResult<Option<(TokenRecord, Customer, UserRecord)>> {
         let row = query(format!(
-            "SELECT u.*, {COLUMNS},
-                    c.name AS c_name, c.display_name AS c_display_name, c.contact_email AS c_contact_email,
-                    c.timezone AS c_timezone, c.created_ms AS c_created_ms
+            "SELECT u.*, {COLUMNS}, {JOINED_CUSTOMER}
              FROM api_tokens t
              JOIN users u ON u.id = t.user_id AND u.customer_id = t.customer_id
              JOIN customers c ON c.id = t.customer_id
@@ -206,14 +204,7 @@ impl Tokens for SqlStore {
         let Some(row) = row else { return Ok(None) };
         let user = user_from_row(&row)?;
         let token = token_from_row(&row)?;
-        let customer = Customer {
-            id: user.customer_id,
-            name: row.get("c_name")?,
-            display_name: row.get("c_display_name")?,
-            contact_email: row.get("c_contact_email")?,
-            timezone: row.get("c_timezone")?,
-            created_ms: row.get("c_created_ms")?,
-        };
+        let customer = joined_customer(&row, user.customer_id)?;
         Ok(Some((token, customer, user)))
     }
 
