@@ -368,3 +368,85 @@ async fn statistics_tokens_and_exit_codes() {
     assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
     f.stop().await;
 }
+
+/// The next line, waiting at most 15 s.
+async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Option<String> {
+    tokio::time::timeout(std::time::Duration::from_secs(15), rx.recv()).await.ok().flatten()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_events_are_printed_and_followed_as_they_arrive() {
+    let f = Fixture::start().await;
+    let ingest = |domains: &'static [&'static str]| {
+        let url = format!("http://{}/acme/v1/ingest/securityevents", f.addr);
+        async move {
+            let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S").to_string();
+            let lines: String = domains
+                .iter()
+                .map(|d| {
+                    json!({"timestamp": now, "source": "waf", "domain": d, "event_action": "BLOCK", "waf_action": "BLOCK",
+                           "rule_id": "942100", "client_ip": "192.0.2.7"})
+                    .to_string()
+                        + "\n"
+                })
+                .collect();
+            tokio::task::spawn_blocking(move || {
+                let reply = ureq::post(&url)
+                    .set("Authorization", &format!("Basic {}", base64_encode(&format!("alice:{PASSWORD}"))))
+                    .set("Content-Type", "application/x-ndjson")
+                    .send_string(&lines)
+                    .unwrap()
+                    .into_json::<Value>()
+                    .unwrap();
+                assert_eq!(reply["accepted"], domains.len(), "{reply}");
+            })
+            .await
+            .unwrap();
+        }
+    };
+    ingest(&["a.shop.example", "a.shop.example"]).await;
+    let token = f.token("siem", &["security:read"]).await;
+    let out = f.edge(&["events", "--since", "10m", "--json"], &[("EDGE_TOKEN", &token)], "").await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.len(), 2, "two alike events are two lines: {events:?}");
+    assert_eq!(events[0]["domain"], "a.shop.example");
+
+    // Following: the two already there, then one that arrives while it runs, each once.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_edge"))
+        .args(["events", "--follow", "--interval", "1", "--since", "10m", "--json"])
+        .env_clear()
+        .env("EDGE_URL", f.url())
+        .env("EDGE_TOKEN", &token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(next(&mut rx).await.expect("an event"));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    ingest(&["b.shop.example"]).await;
+    seen.push(next(&mut rx).await.expect("the new event"));
+    let extra = tokio::time::timeout(std::time::Duration::from_secs(3), rx.recv()).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(extra.is_err(), "nothing printed twice: {:?}", extra);
+    let domains: Vec<String> = seen
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["domain"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(domains, ["a.shop.example", "a.shop.example", "b.shop.example"]);
+    f.stop().await;
+}
