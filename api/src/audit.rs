@@ -29,7 +29,7 @@ pub struct AuditActor {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditTarget {
-    /// `user`, `session`, `property`, `network_list`, `purge`, `account` or `identity_source`.
+    /// `user`, `session`, `property`, `network_list`, `purge`, `account`, `identity_source` or `token`.
     #[serde(rename = "type")]
     pub kind: String,
     /// Its id: a user or list id, a property name, a transaction id, the first 16 hex digits of a session's
@@ -143,6 +143,10 @@ audit_operations! {
     AccountUpdate ACCOUNT_UPDATE "account.update" "Account changed",
     CustomerCreate CUSTOMER_CREATE "customer.create" "Account created (command line)",
     IdentitySourceCreate IDENTITY_SOURCE_CREATE "identity_source.create" "Identity source registered (command line)",
+    TokenCreate TOKEN_CREATE "token.create" "API token created",
+    TokenUpdate TOKEN_UPDATE "token.update" "API token renamed, rescoped or limited",
+    TokenRoll TOKEN_ROLL "token.roll" "API token given a new secret",
+    TokenDelete TOKEN_DELETE "token.delete" "API token revoked",
 }
 
 #[cfg(test)]

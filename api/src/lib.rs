@@ -18,8 +18,9 @@ pub mod purge;
 pub mod schema;
 pub mod stats;
 pub mod tasks;
+pub mod tokens;
 
-pub use access::{Permission, ROLES, Role, perm};
+pub use access::{OPERATION_SCOPES, Permission, ROLES, Role, Scope, TokenAccess, perm, token_access};
 pub use account::*;
 pub use audit::*;
 pub use error::{ErrorBody, ErrorDetail};
@@ -28,3 +29,4 @@ pub use networklists::*;
 pub use paging::{PageInfo, Paged};
 pub use purge::*;
 pub use tasks::*;
+pub use tokens::{ApiToken, TokenInput, TokenPage};

@@ -226,6 +226,91 @@ impl ToSchema for UserUpdateSchema {
     }
 }
 
+/// The scopes of a token: names from the scope list, each once.
+fn token_scopes() -> Schema {
+    let names: Vec<&str> = crate::Scope::ALL.iter().map(|s| s.as_str()).collect();
+    ArrayBuilder::new()
+        .items(RefOr::T(text().enum_values(Some(names)).into()))
+        .min_items(Some(1))
+        .max_items(Some(crate::Scope::ALL.len()))
+        .unique_items(true)
+        .description(Some("Scopes, each within what the role of the caller allows (see the scope of each operation)."))
+        .into()
+}
+
+/// Client ranges of a token: addresses or CIDR ranges without host bits set, at most 100.
+fn token_cidrs() -> Schema {
+    ArrayBuilder::new()
+        .items(RefOr::T(ip_entry()))
+        .max_items(Some(crate::tokens::MAX_ALLOWED_CIDRS))
+        .description(Some("Client addresses or ranges it works from; empty: anywhere."))
+        .into()
+}
+
+/// A token's expiry: a time with its zone, in the future and at most 3,650 days ahead (stated in words: JSON
+/// Schema cannot compare with the clock), or null for never.
+fn token_expiry() -> Schema {
+    OneOfBuilder::new()
+        .item(
+            text()
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::DateTime)))
+                .max_length(Some(64)),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .description(Some(
+            "When it stops working: an RFC 3339 time after now and at most 3,650 days ahead; null: never.",
+        ))
+        .into()
+}
+
+/// Body of POST /tokens.
+pub struct NewTokenSchema;
+
+impl PartialSchema for NewTokenSchema {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .property("name", display_name())
+            .required("name")
+            .property("scopes", token_scopes())
+            .required("scopes")
+            .property("expires", token_expiry())
+            .property("allowed_cidrs", token_cidrs())
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .description(Some("Body of POST /tokens: a token of the caller."))
+            .into()
+    }
+}
+
+impl ToSchema for NewTokenSchema {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "NewToken".into()
+    }
+}
+
+/// Body of PUT /tokens/{token_id}: what changes.
+pub struct TokenUpdateSchema;
+
+impl PartialSchema for TokenUpdateSchema {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .property("name", display_name())
+            .property("scopes", token_scopes())
+            .property("expires", token_expiry())
+            .property("allowed_cidrs", token_cidrs())
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .description(Some(
+                "Body of PUT /tokens/{token_id}: absent fields keep their value; `expires` null makes it never expire.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for TokenUpdateSchema {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "TokenUpdate".into()
+    }
+}
+
 /// Body of PUT /users/{user_id}/password: the new password.
 pub struct PasswordChangeSchema;
 

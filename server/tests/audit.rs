@@ -216,6 +216,33 @@ async fn every_change_is_recorded_exactly_once_with_who_where_what_and_how() {
     assert_record(&r, "alice", "203.0.113.5", "account", "acme");
     assert_eq!(r["details"], json!({"timezone": "Europe/Berlin"}));
 
+    // API tokens: made, changed, rolled, revoked; a change made with one names it.
+    let body = json!({"name": "deploy", "scopes": ["purge", "lists:write"], "expires": "2026-06-01T00:00:00Z"});
+    let reply = app.send(alice(req(Method::POST, "/acme/v1/tokens")).json(&body).done()).await;
+    ok(&reply, StatusCode::CREATED);
+    let (token_uri, secret) = (reply.body["uri"].as_str().unwrap().to_string(), reply.body["secret"].clone());
+    let r = one(&app, "token.create").await;
+    assert_record(&r, "alice", "203.0.113.5", "token", "deploy");
+    assert_eq!(r["target"]["uri"], token_uri.as_str());
+    assert_eq!(
+        r["details"],
+        json!({"scopes": ["purge", "lists:write"], "expires": "2026-06-01T00:00:00.000Z", "allowed_cidrs": []})
+    );
+    assert!(!r.to_string().contains(secret.as_str().unwrap()), "never the secret");
+    let reply = app.send(alice(req(Method::PUT, &token_uri)).json(&json!({"scopes": ["purge"]})).done()).await;
+    ok(&reply, StatusCode::OK);
+    assert_eq!(
+        one(&app, "token.update").await["details"],
+        json!({"scopes": ["purge"], "previous_scopes": ["purge", "lists:write"]})
+    );
+    let reply = app.send(alice(req(Method::POST, &format!("{token_uri}/roll"))).done()).await;
+    ok(&reply, StatusCode::OK);
+    assert_record(&one(&app, "token.roll").await, "alice", "203.0.113.5", "token", "deploy");
+    ok(&app.send(alice(req(Method::DELETE, &token_uri)).done()).await, StatusCode::NO_CONTENT);
+    let r = one(&app, "token.delete").await;
+    assert_record(&r, "alice", "203.0.113.5", "token", "deploy");
+    assert_eq!((r["details"].clone(), r["target"]["uri"].clone()), (json!({"user": "alice"}), Value::Null), "gone");
+
     // Deleting the user: its records stay, their target no longer links anywhere.
     ok(&app.send(alice(req(Method::DELETE, &user_uri)).done()).await, StatusCode::NO_CONTENT);
     assert_record(&one(&app, "user.delete").await, "alice", "203.0.113.5", "user", "bob");

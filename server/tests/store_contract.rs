@@ -5,6 +5,8 @@
 //! (or of a throwaway cluster this test process starts).
 
 mod common;
+#[path = "store_contract/tokens.rs"]
+mod tokens;
 
 use std::{future::Future, net::IpAddr, sync::Arc, time::Duration};
 
@@ -82,6 +84,14 @@ contract!(
     login_throttling_under_parallel_attempts,
     wrong_codes_are_counted_per_account_whatever_the_address,
     text_with_nul_is_refused,
+);
+use tokens::{
+    a_user_holds_a_bounded_number_of_tokens_even_under_parallel_creation,
+    tokens_stored_found_changed_rolled_and_revoked,
+};
+contract!(
+    tokens_stored_found_changed_rolled_and_revoked,
+    a_user_holds_a_bounded_number_of_tokens_even_under_parallel_creation
 );
 
 fn audit(customer: i64, operation: &str, target: Target) -> AuditEvent {

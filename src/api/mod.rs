@@ -4,6 +4,7 @@
 mod ops;
 mod sessions;
 mod stats;
+mod tokens;
 mod users;
 
 use std::{cell::RefCell, rc::Rc};
@@ -15,6 +16,7 @@ use serde::de::DeserializeOwned;
 pub use ops::*;
 pub use sessions::*;
 pub use stats::*;
+pub use tokens::*;
 pub use users::*;
 
 /// A failed API call: the status (0 when the server could not be reached) and the API's error body.

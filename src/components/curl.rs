@@ -14,6 +14,24 @@ where
     copy_curl(Box::new(path))
 }
 
+/// Writes `text` to the clipboard when the browser lets the page (a secure context, a user's click); callers
+/// also show it, to copy by hand when it does not.
+pub fn copy_to_clipboard(text: &str) {
+    let get =
+        |o: &wasm_bindgen::JsValue, k: &str| js_sys::Reflect::get(o, &k.into()).ok().filter(|v| !v.is_undefined());
+    let clipboard = web_sys::window().and_then(|w| get(&w, "navigator")).and_then(|n| get(&n, "clipboard"));
+    if let Some(c) = clipboard
+        && let Some(write) =
+            get(&c, "writeText").and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok())
+        && let Ok(p) = write.call1(&c, &text.into())
+    {
+        let p: js_sys::Promise = wasm_bindgen::JsCast::unchecked_into(p);
+        leptos::task::spawn_local(async move {
+            let _ = wasm_bindgen_futures::JsFuture::from(p).await;
+        });
+    }
+}
+
 /// The button and the command, the same code for every view (the wrapper above is all that is per call site).
 fn copy_curl(path: Box<dyn Fn() -> Option<String> + Send + Sync>) -> AnyView {
     let shown = RwSignal::new(None::<String>);
@@ -21,19 +39,7 @@ fn copy_curl(path: Box<dyn Fn() -> Option<String> + Send + Sync>) -> AnyView {
         let Some(p) = path() else { return };
         let command = api::curl(&p);
         // A refused write (no focus, no permission) leaves the command shown to copy by hand.
-        let get =
-            |o: &wasm_bindgen::JsValue, k: &str| js_sys::Reflect::get(o, &k.into()).ok().filter(|v| !v.is_undefined());
-        let clipboard = web_sys::window().and_then(|w| get(&w, "navigator")).and_then(|n| get(&n, "clipboard"));
-        if let Some(c) = clipboard
-            && let Some(write) =
-                get(&c, "writeText").and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok())
-            && let Ok(p) = write.call1(&c, &command.clone().into())
-        {
-            let p: js_sys::Promise = wasm_bindgen::JsCast::unchecked_into(p);
-            leptos::task::spawn_local(async move {
-                let _ = wasm_bindgen_futures::JsFuture::from(p).await;
-            });
-        }
+        copy_to_clipboard(&command);
         shown.set(Some(command));
     };
     view! {

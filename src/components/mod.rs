@@ -1,6 +1,7 @@
 //! Shared UI, one of each, for any page: the frame (layout), async views, dialogs, pager, time, charts and what
 //! they draw from statistics answers, the filter builder, the bulk flow, and the dialogs pages open from another
-//! page's data (add to a network list, purge a URL). Components never import pages.
+//! page's data (add to a network list, purge a URL), and the API tokens panel of My account and Users. Components
+//! never import pages.
 
 pub mod add_to_list;
 pub mod answers;
@@ -19,3 +20,4 @@ pub mod progress;
 pub mod purge_url;
 pub mod range;
 pub mod time;
+pub mod tokens;

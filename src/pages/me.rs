@@ -1,7 +1,7 @@
-//! My account: who I am, the time zone of this browser, my sessions (ending any), change my password, set up
-//! two-factor authentication.
+//! My account: who I am, the time zone of this browser, my sessions (ending any), my API tokens, change my
+//! password, set up two-factor authentication.
 
-use edge_api::{OtpPairing, OtpSeed, PASSWORD_MIN_LENGTH, User, check_password_policy};
+use edge_api::{OtpPairing, OtpSeed, PASSWORD_MIN_LENGTH, Role, User, check_password_policy};
 use leptos::{ev, prelude::*};
 use qrcode::{QrCode, render::svg};
 
@@ -12,9 +12,10 @@ use crate::{
         dialog,
         errors::FormError,
         time::{Time, Zone, zone_names},
+        tokens::ApiTokens,
     },
     nav::use_customer,
-    session::Auth,
+    session::{Auth, role_of},
 };
 
 #[component]
@@ -32,6 +33,11 @@ pub fn MyAccount() -> impl IntoView {
                         <Profile me=me.clone() />
                         <TimeZonePreference />
                         <Sessions />
+                        <ApiTokens
+                            user=None
+                            role=role_of(&me).unwrap_or(Role::Viewer)
+                            otp=me.otp_enabled
+                        />
                         <ChangePassword me=me.clone() />
                         <TwoFactor me />
                     }

@@ -510,10 +510,10 @@ fn test() -> Result<ExitCode> {
         ]),
     ));
     steps.push(test_step(
-        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas, edge-bench)",
+        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas, edge-cli, edge-bench)",
         cargo()
             .args(["test", "--locked", "--no-fail-fast"])
-            .args(["-p", "edge-api", "-p", "edge-server", "-p", "edge-cluster", "-p", "edge-bench"])
+            .args(["-p", "edge-api", "-p", "edge-server", "-p", "edge-cli", "-p", "edge-cluster", "-p", "edge-bench"])
             .env("EDGE_TEST_POSTGRES_URL", &postgres_url),
     ));
     let mut on_postgres = cargo();

@@ -97,6 +97,14 @@ def map_case(context, case):
         rules.fix_password_reset(API, case)
     elif method == "POST" and "/ingest/" in path:
         rules.fix_idempotency_key(case)
+    elif method == "POST" and path.endswith("/tokens"):
+        rules.fix_token(case)
+        basic = rules.token_maker(API)
+        if basic is not None:
+            case.headers = dict(case.headers or {}, **{"X-Fuzz-Basic": basic})
+    elif "{token_id}" in path:
+        rules.fix_token(case)
+        rules.own_token(API, case)
     elif basic_only(case) and "{user_id}" in path:
         user_id, basic = rules.own_user(API, case)
         if user_id is not None:

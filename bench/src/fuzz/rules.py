@@ -341,3 +341,51 @@ def fix_idempotency_key(case):
     for name in list(headers):
         if name.lower() == "idempotency-key" and isinstance(headers[name], str):
             headers[name] = f"{headers[name][:160]}-{uuid.uuid4().hex}"
+
+
+# ---- API tokens (domain::tokens: check_expiry, check_cidrs; the store's 100 tokens a user) --------------------
+
+
+def fix_token(case):
+    """A positive token's expiry lies ahead (a month: at most 3,650 days, and never past), and its ranges name
+    networks by their network address, as network lists do."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("expires"), str):
+        ahead = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=30)
+        body["expires"] = ahead.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(body.get("allowed_cidrs"), list):
+        body["allowed_cidrs"] = [network_of(c) if isinstance(c, str) else c for c in body["allowed_cidrs"]]
+
+
+def token_maker(api):
+    """A fresh administrator to make a positive token (a user holds at most 100: the fuzzing administrator would
+    reach that, and every later creation would be refused for it, not for its data). Its Authorization header."""
+    import base64
+
+    username = USERNAMES.fresh("fuzz-tokens")
+    password = "fuzz-tokens-password-" + username
+    created = requests.post(
+        api.base + "/users",
+        headers=api.headers,
+        json={"username": username, "password": password, "role": {"id": "admin"}},
+        timeout=30,
+    )
+    if created.status_code != 201:
+        return None
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
+
+def own_token(api, case):
+    """A positive case on one token (read, change, roll, revoke) is on a token of the fuzzing administrator, who
+    may change and roll only its own; made now, after revoking the older ones once it holds many."""
+    body = {"name": "fuzz", "scopes": ["stats:read"]}
+    made = requests.post(api.base + "/tokens", headers=api.headers, json=body, timeout=30)
+    if made.status_code == 400:
+        listed = requests.get(api.base + "/tokens?count=1000", headers=api.headers, timeout=30)
+        for token in (listed.json().get("items") or []) if listed.status_code == 200 else []:
+            requests.delete(api.base + f"/tokens/{token['id']}", headers=api.headers, timeout=30)
+        made = requests.post(api.base + "/tokens", headers=api.headers, json=body, timeout=30)
+    if made.status_code == 201:
+        case.path_parameters = dict(case.path_parameters or {}, token_id=made.json()["id"])

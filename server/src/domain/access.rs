@@ -38,7 +38,7 @@ pub fn authorize(
     target_id: Option<&str>,
     target: Option<&UserRecord>,
 ) -> AppResult<()> {
-    let by_password = caller.session.is_none();
+    let by_password = caller.by_password();
     let own = target_id == Some(caller.user.id.as_str());
     // With two-factor on, a password alone must not open the account: Basic credentials without a code serve
     // only to read the user's own password and two-factor resources; changing them needs the code too

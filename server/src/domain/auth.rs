@@ -17,7 +17,7 @@ use crate::{
     },
     http::error::{AppError, AppResult},
     state::AppState,
-    store::{Actor, AuditEvent, Customer, SessionRecord, Target, UserRecord},
+    store::{Actor, AuditEvent, Customer, SessionRecord, Target, TokenRecord, UserRecord},
 };
 
 pub use crate::domain::hashing::hash_password;
@@ -44,15 +44,28 @@ pub struct Caller {
     /// Authenticated by the password alone although the user has two-factor on: an incomplete login, which may
     /// only read the user's own password and two-factor resources (see [`crate::domain::access::authorize`]).
     pub password_only: bool,
+    /// The API token that authenticated the request, when it came with `Authorization: Bearer`.
+    pub token: Option<TokenRecord>,
+}
+
+impl Caller {
+    /// Whether HTTP Basic credentials authenticated the request (neither a session nor a token).
+    pub fn by_password(&self) -> bool {
+        self.session.is_none() && self.token.is_none()
+    }
 }
 
 /// The record of a change the caller of a request makes (built here, beside [`Caller`]: the record itself, in
 /// the store, knows nothing of requests).
 impl AuditEvent {
-    /// A change made by the caller of a request, now.
+    /// A change made by the caller of a request, now; made with an API token, the record names it (`token`).
     pub fn by(caller: &Caller, now_ms: i64, operation: &str, target: Target) -> AuditEvent {
         let actor = Actor::User { id: caller.user.id.clone(), name: caller.user.username.clone() };
-        AuditEvent::new(caller.customer.id, now_ms, actor, caller.addr.to_string(), operation, target)
+        let event = AuditEvent::new(caller.customer.id, now_ms, actor, caller.addr.to_string(), operation, target);
+        match &caller.token {
+            Some(t) => event.detail("token", serde_json::json!({"id": t.id, "name": t.name})),
+            None => event,
+        }
     }
 }
 
@@ -103,17 +116,7 @@ impl PasswordLogin<'_> {
     /// disabled users and users whose password was reset all get the same answer after the same work.
     pub async fn check(&self, state: &AppState) -> AppResult<(Customer, UserRecord)> {
         let key = self.key();
-        let (store, waits) = (state.store.as_ref(), state.login_waits.as_ref());
-        match throttle::reserve(store, waits, state.clock.now_ms(), &key, state.settings.login_slowdown).await? {
-            Verdict::Refuse { retry_after_secs } => {
-                return Err(AppError::TooManyRequests {
-                    message: "Too many failed logins: wait before trying again.".into(),
-                    retry_after_secs,
-                });
-            }
-            Verdict::Proceed(delay) if !delay.is_zero() => tokio::time::sleep(delay).await,
-            Verdict::Proceed(_) => {}
-        }
+        reserve(state, &key).await?;
         let verified = self.verify(state).await;
         match verified {
             Ok(Verified::Yes(customer, user)) => Ok((customer, user)),
@@ -162,19 +165,6 @@ impl PasswordLogin<'_> {
         outcome: Outcome,
         error: AppError,
     ) -> AppError {
-        let now = state.clock.now_ms();
-        let lockouts = settle(state, &self.key(), outcome).await;
-        let Some(customer) = self.customer else {
-            // No audit log exists to record it in: the server's log does, so an operator sees guessing of
-            // customer names too.
-            tracing::warn!(
-                customer = %edge_api::limits::cut(self.customer_name, 64),
-                username = %edge_api::limits::cut(self.username, 64),
-                addr = %self.addr,
-                "failed login under a customer that does not exist"
-            );
-            return error;
-        };
         let (actor, target) = match user {
             Some(u) => (Actor::User { id: u.id.clone(), name: u.username.clone() }, Target::user(u)),
             None => (
@@ -182,30 +172,16 @@ impl PasswordLogin<'_> {
                 Target { kind: "user", id: String::new(), name: self.username.to_string() },
             ),
         };
-        let event = |operation| {
-            AuditEvent::new(customer.id, now, actor.clone(), self.addr.to_string(), operation, target.clone()).failure()
-        };
-        let mut events = vec![event(op::LOGIN_FAILURE).detail("reason", reason)];
-        for lockout in lockouts {
-            let scope = match lockout {
-                Lockout::UsernameFromAddress => "username from this address",
-                Lockout::Address => "this address, every username",
-                Lockout::Codes => "one-time codes of this username, every address",
-            };
-            events.push(
-                event(op::LOGIN_LOCKOUT)
-                    .detail("scope", scope)
-                    .detail("until", iso_ms(now + crate::domain::throttle::WINDOW_MS)),
-            );
-        }
-        for e in events {
-            // A failed login changes nothing that its record could roll back; a record that cannot be written
-            // is logged, and the answer stays the same.
-            if let Err(err) = state.store.record_audit(&e).await {
-                tracing::error!(error = %err, operation = e.operation, "writing an audit record failed");
-            }
-        }
-        error
+        let failure = Failure { key: self.key(), addr: self.addr, actor, target, reason, outcome };
+        failure.record(state, self.customer_name, self.customer, error).await
+    }
+
+    /// For a caller already logged in (by session) whose user has two-factor on: the one-time code of this
+    /// request, checked and counted as a login's code is (its step used once, wrong codes throttled). A code is
+    /// asked again for what makes credentials (an API token), whatever the session was made with.
+    pub async fn confirm_code(&self, state: &AppState, user: &UserRecord) -> AppResult<()> {
+        reserve(state, &self.key()).await?;
+        self.finish(state, user, true).await.map(|_| ())
     }
 
     /// After a successful [`PasswordLogin::check`]: the second factor. For a user with two-factor on, a code in
@@ -255,6 +231,89 @@ impl PasswordLogin<'_> {
                 settle(state, &key, Outcome::Released).await;
                 Err(e.into())
             }
+        }
+    }
+}
+
+/// A guess that failed — a wrong password or code, an unknown API token — and what its record names.
+pub struct Failure<'a> {
+    /// What it is counted under.
+    pub key: LoginKey,
+    /// The client's address as it is (the key holds an IPv6 address by its /64).
+    pub addr: IpAddr,
+    pub actor: Actor,
+    pub target: Target,
+    /// Why it failed, for the audit log only.
+    pub reason: &'a str,
+    pub outcome: Outcome,
+}
+
+impl Failure<'_> {
+    /// Keeps the attempt (reserved under `key`) counted as a failure, records it (and any lock it brings about)
+    /// in the audit log of `customer` (the server's log when the customer named `customer_name` does not
+    /// exist), and returns `error`.
+    pub async fn record(
+        self,
+        state: &AppState,
+        customer_name: &str,
+        customer: Option<&Customer>,
+        error: AppError,
+    ) -> AppError {
+        let now = state.clock.now_ms();
+        let lockouts = settle(state, &self.key, self.outcome).await;
+        let Some(customer) = customer else {
+            // No audit log exists to record it in: the server's log does, so an operator sees guessing of
+            // customer names too.
+            tracing::warn!(
+                customer = %edge_api::limits::cut(customer_name, 64),
+                username = %edge_api::limits::cut(&self.key.username, 64),
+                addr = %self.addr,
+                "failed login under a customer that does not exist"
+            );
+            return error;
+        };
+        let (actor, target, addr) = (self.actor, self.target, self.addr);
+        let event = |operation| {
+            AuditEvent::new(customer.id, now, actor.clone(), addr.to_string(), operation, target.clone()).failure()
+        };
+        let mut events = vec![event(op::LOGIN_FAILURE).detail("reason", self.reason)];
+        for lockout in lockouts {
+            let scope = match lockout {
+                Lockout::UsernameFromAddress => "username from this address",
+                Lockout::Address => "this address, every username",
+                Lockout::Codes => "one-time codes of this username, every address",
+            };
+            events.push(
+                event(op::LOGIN_LOCKOUT)
+                    .detail("scope", scope)
+                    .detail("until", iso_ms(now + crate::domain::throttle::WINDOW_MS)),
+            );
+        }
+        for e in events {
+            // A failed login changes nothing that its record could roll back; a record that cannot be written
+            // is logged, and the answer stays the same.
+            if let Err(err) = state.store.record_audit(&e).await {
+                tracing::error!(error = %err, operation = e.operation, "writing an audit record failed");
+            }
+        }
+        error
+    }
+}
+
+/// Reserves an attempt under `key` before its credentials are checked (see [`throttle::reserve`]): 429 when a
+/// key is locked, after the wait a slowed key asks for.
+pub async fn reserve(state: &AppState, key: &LoginKey) -> AppResult<()> {
+    let (store, waits) = (state.store.as_ref(), state.login_waits.as_ref());
+    match throttle::reserve(store, waits, state.clock.now_ms(), key, state.settings.login_slowdown).await? {
+        Verdict::Refuse { retry_after_secs } => Err(AppError::TooManyRequests {
+            message: "Too many failed logins: wait before trying again.".into(),
+            retry_after_secs,
+        }),
+        Verdict::Proceed(delay) => {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            Ok(())
         }
     }
 }

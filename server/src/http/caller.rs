@@ -1,6 +1,6 @@
-//! Who is calling, and whether they may: credentials (HTTP Basic or the `authtoken` session cookie) resolved to
-//! a user of the customer named in the path, the same-origin check of cookie requests, and the access rules as
-//! extractors. A handler names its rule in its signature (`Allowed<perm::ManageUsers>`, `SelfOr<perm::ReadUsers>`,
+//! Who is calling, and whether they may: credentials (HTTP Basic, an API token as `Authorization: Bearer`, or the
+//! `authtoken` session cookie) resolved to a user of the customer named in the path, a token's scope for the
+//! route, the same-origin check of cookie requests, and the access rules as extractors. A handler names its rule in its signature (`Allowed<perm::ManageUsers>`, `SelfOr<perm::ReadUsers>`,
 //! `OwnWithPassword`, `OwnLocal`, `Authed`, …) and receives the [`Caller`] only when the rule holds (decided by
 //! `domain::access::authorize`).
 
@@ -10,7 +10,7 @@ use std::{
 };
 
 use axum::{
-    extract::{ConnectInfo, FromRequestParts, RawPathParams},
+    extract::{ConnectInfo, FromRequestParts, MatchedPath, RawPathParams},
     http::{HeaderMap, header, request::Parts},
 };
 use base64::Engine;
@@ -23,23 +23,39 @@ use crate::{
     domain::{
         access::{Rule, authorize},
         auth::{Caller, PasswordLogin, live_session, role_of, touch_session},
+        tokens,
     },
     http::error::{AppError, AppResult},
     state::AppState,
     store::Customer,
 };
 
-/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header; 400
-/// `credentials_too_long` beyond the limits.
-pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
+/// The `Authorization` header's scheme and credentials (`Basic` or `Bearer`, in any case); `Ok(None)` without
+/// the header, 401 for any other scheme or a header that is not text.
+fn authorization(headers: &HeaderMap) -> AppResult<Option<(bool, &str)>> {
     let Some(value) = headers.get(header::AUTHORIZATION) else { return Ok(None) };
-    let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
+    let malformed =
+        || AppError::unauthorized("The Authorization header is neither HTTP Basic credentials nor a Bearer API token.");
     let value = value.to_str().map_err(|_| malformed())?;
-    let Some((scheme, encoded)) = value.split_once(' ') else { return Err(malformed()) };
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(malformed());
+    let Some((scheme, credentials)) = value.split_once(' ') else { return Err(malformed()) };
+    match scheme {
+        s if s.eq_ignore_ascii_case("basic") => Ok(Some((true, credentials.trim()))),
+        s if s.eq_ignore_ascii_case("bearer") => Ok(Some((false, credentials.trim()))),
+        _ => Err(malformed()),
     }
-    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).map_err(|_| malformed())?;
+}
+
+/// The API token of an `Authorization: Bearer` header, if the request carries one.
+pub fn bearer_token(headers: &HeaderMap) -> AppResult<Option<&str>> {
+    Ok(authorization(headers)?.and_then(|(basic, credentials)| (!basic).then_some(credentials)))
+}
+
+/// Username and password from an `Authorization: Basic` header. `Ok(None)` when there is no such header (or a
+/// Bearer token instead); 400 `credentials_too_long` beyond the limits.
+pub fn basic_credentials(headers: &HeaderMap) -> AppResult<Option<(String, String)>> {
+    let Some((true, encoded)) = authorization(headers)? else { return Ok(None) };
+    let malformed = || AppError::unauthorized("The Authorization header is not valid HTTP Basic credentials.");
+    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded).map_err(|_| malformed())?;
     let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
     let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
     // Before anything counts, checks or records the attempt: an oversized name would be a throttle key and an
@@ -111,7 +127,16 @@ impl FromRequestParts<AppState> for Caller {
             let (customer, user) = login.check(state).await?;
             let complete = login.finish(state, &user, false).await?;
             let role = role_of(&user)?;
-            Caller { customer, user, role, session: None, addr, password_only: !complete }
+            Caller { customer, user, role, session: None, addr, password_only: !complete, token: None }
+        } else if let Some(secret) = bearer_token(&parts.headers)?.map(str::to_string) {
+            let customer_name = path_customer_name(parts, state).await?;
+            let (token, customer, user) = tokens::authenticate(state, &customer_name, &secret, addr).await?;
+            // The route as declared (`/{customer}/v1/…`): which scope it needs is looked up by it.
+            let route = parts.extensions.get::<MatchedPath>().map(|p| p.as_str()).unwrap_or_default();
+            let prefix = format!("/{{customer}}/{}", edge_api::paths::VERSION);
+            tokens::permits(&token, parts.method.as_str(), route.strip_prefix(&prefix).unwrap_or(route))?;
+            let role = role_of(&user)?;
+            Caller { customer, user, role, session: None, addr, password_only: false, token: Some(token) }
         } else if let Some(session_id) = session_cookie(&parts.headers) {
             let customer_name = path_customer_name(parts, state).await?;
             let invalid = || AppError::Unauthorized {
@@ -129,11 +154,13 @@ impl FromRequestParts<AppState> for Caller {
             check_same_origin(parts)?;
             touch_session(state, &mut session, false).await?;
             let role = role_of(&user)?;
-            Caller { customer, user, role, session: Some(session), addr, password_only: false }
+            Caller { customer, user, role, session: Some(session), addr, password_only: false, token: None }
         } else {
             return Err(AppError::Unauthorized {
                 kind: "unauthorized",
-                message: "Authentication is required: HTTP Basic credentials or a session cookie.".into(),
+                message: "Authentication is required: HTTP Basic credentials, an API token (Authorization: Bearer) \
+                          or a session cookie."
+                    .into(),
             });
         };
         parts.extensions.insert(caller.clone());

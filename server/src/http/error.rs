@@ -18,6 +18,10 @@ pub enum AppError {
     /// Authenticated, but the caller's role does not allow the operation.
     #[error("{0}")]
     Forbidden(String),
+    /// Authenticated, but not allowed for a reason of its own (`kind`): an API token without the scope, or used
+    /// from an address outside its ranges.
+    #[error("{message}")]
+    ForbiddenAs { kind: &'static str, message: String, details: Vec<String> },
     /// The resource does not exist, or belongs to another customer.
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -102,6 +106,7 @@ impl AppError {
             }
             AppError::Unauthorized { kind, message } => (StatusCode::UNAUTHORIZED, kind, message.clone(), &[]),
             AppError::Forbidden(m) => (StatusCode::FORBIDDEN, "forbidden", m.clone(), &[]),
+            AppError::ForbiddenAs { kind, message, details } => (StatusCode::FORBIDDEN, kind, message.clone(), details),
             AppError::NotFound(what) => {
                 (StatusCode::NOT_FOUND, "not_found", format!("The {what} does not exist."), &[])
             }

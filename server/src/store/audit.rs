@@ -152,7 +152,7 @@ pub struct AuditEntry {
     /// Random (16 hex digits); records from before migration 0009 keep their number.
     pub id: String,
     pub event: AuditEvent,
-    /// Its target still exists (users, properties, network lists, purges, identity sources, the account).
+    /// Its target still exists (users, properties, network lists, purges, identity sources, the account, tokens).
     pub target_exists: bool,
 }
 
@@ -270,6 +270,7 @@ const TARGET_EXISTS: &str = "CASE a.target_type
     WHEN 'identity_source' THEN EXISTS
         (SELECT 1 FROM identity_sources t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'account' THEN TRUE
+    WHEN 'token' THEN EXISTS (SELECT 1 FROM api_tokens t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     ELSE FALSE END";
 
 /// `sql` with the parameters $1 to $8 of an audit filter bound.

@@ -43,6 +43,23 @@ impl Target {
     }
 }
 
+/// The columns of the customer a row about one of its resources is joined with (`c` the customers table),
+/// named apart from the resource's own; read back by [`joined_customer`].
+pub(super) const JOINED_CUSTOMER: &str = "c.name AS c_name, c.display_name AS c_display_name, \
+     c.contact_email AS c_contact_email, c.timezone AS c_timezone, c.created_ms AS c_created_ms";
+
+/// The customer `id` of a row that selected [`JOINED_CUSTOMER`].
+pub(super) fn joined_customer(row: &Row, id: CustomerId) -> Result<Customer, sqlx::Error> {
+    Ok(Customer {
+        id,
+        name: row.get("c_name")?,
+        display_name: row.get("c_display_name")?,
+        contact_email: row.get("c_contact_email")?,
+        timezone: row.get("c_timezone")?,
+        created_ms: row.get("c_created_ms")?,
+    })
+}
+
 /// Customers and their account.
 #[async_trait]
 pub trait Customers: Send + Sync {

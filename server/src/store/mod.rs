@@ -1,6 +1,7 @@
 //! State storage behind one trait per resource, each in its own file with its records, row mappers and SQL:
 //! [`Customers`], [`Users`] (and identity sources), [`Sessions`], [`Logins`] (login throttling), [`Properties`]
-//! (and host claims), [`NetworkLists`], [`Tasks`] (and purges), [`AuditLog`]; handlers never see SQL.
+//! (and host claims), [`NetworkLists`], [`Tasks`] (and purges), [`AuditLog`], [`Tokens`] (API tokens); handlers
+//! never see SQL.
 //!
 //! [`Store`] is their sum, a supertrait with a blanket impl: `AppState` holds one `Arc<dyn Store>` on which
 //! every method of every resource is called, and an implementation implements each resource's trait beside that
@@ -21,6 +22,7 @@ mod sessions;
 mod sql;
 pub mod sqlite;
 mod tasks;
+mod tokens;
 mod users;
 
 use std::{path::PathBuf, time::Duration};
@@ -35,6 +37,7 @@ pub use properties::{ConfigVersionRecord, Properties, PropertyRecord};
 pub use sessions::{SessionRecord, Sessions};
 pub use sql::SqlStore;
 pub use tasks::{PurgeRecord, TaskFilter, TaskRecord, TaskStatus, Tasks};
+pub use tokens::{NewToken, TokenChange, TokenRecord, Tokens};
 pub use users::{NewUser, OtpSeedRecord, PasswordReset, UserRecord, UserUpdate, Users};
 
 /// Where the state is kept.
@@ -176,7 +179,19 @@ pub trait Health: Send + Sync {
 
 /// Every resource's storage in one: what `AppState` holds (see the module's documentation).
 pub trait Store:
-    Health + Customers + Users + Sessions + Logins + Properties + NetworkLists + Tasks + AuditLog + Send + Sync + 'static
+    Health
+    + Customers
+    + Users
+    + Sessions
+    + Logins
+    + Properties
+    + NetworkLists
+    + Tasks
+    + AuditLog
+    + Tokens
+    + Send
+    + Sync
+    + 'static
 {
 }
 
@@ -190,6 +205,7 @@ impl<T> Store for T where
         + NetworkLists
         + Tasks
         + AuditLog
+        + Tokens
         + Send
         + Sync
         + 'static

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use super::{
     CustomerId, StoreResult,
     audit::{AuditEvent, Target, insert_audit},
-    customers::Customer,
+    customers::{Customer, JOINED_CUSTOMER, joined_customer},
     db::{Row, query},
     sql::{SqlStore, filtered_page},
     users::{UserRecord, user_from_row},
@@ -67,15 +67,13 @@ impl Sessions for SqlStore {
     }
 
     async fn session_with_user(&self, token_hash: &str) -> StoreResult<Option<(SessionRecord, Customer, UserRecord)>> {
-        let row = query(
-            "SELECT u.*, s.token_hash, s.user_id, s.created_ms AS s_created_ms, s.last_seen_ms,
-                    c.name AS c_name, c.display_name AS c_display_name, c.contact_email AS c_contact_email,
-                    c.timezone AS c_timezone, c.created_ms AS c_created_ms
+        let row = query(format!(
+            "SELECT u.*, s.token_hash, s.user_id, s.created_ms AS s_created_ms, s.last_seen_ms, {JOINED_CUSTOMER}
              FROM sessions s
              JOIN users u ON u.id = s.user_id AND u.customer_id = s.customer_id
              JOIN customers c ON c.id = s.customer_id
-             WHERE s.token_hash = $1",
-        )
+             WHERE s.token_hash = $1"
+        ))
         .bind(token_hash)
         .fetch_optional(&self.db)
         .await?;
@@ -88,14 +86,7 @@ impl Sessions for SqlStore {
             created_ms: row.get("s_created_ms")?,
             last_seen_ms: row.get("last_seen_ms")?,
         };
-        let customer = Customer {
-            id: user.customer_id,
-            name: row.get("c_name")?,
-            display_name: row.get("c_display_name")?,
-            contact_email: row.get("c_contact_email")?,
-            timezone: row.get("c_timezone")?,
-            created_ms: row.get("c_created_ms")?,
-        };
+        let customer = joined_customer(&row, user.customer_id)?;
         Ok(Some((session, customer, user)))
     }
 

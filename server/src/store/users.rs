@@ -107,7 +107,8 @@ pub trait Users: Send + Sync {
         update: &UserUpdate,
         audit: &AuditEvent,
     ) -> StoreResult<Option<UserRecord>>;
-    /// Deletes a user with its sessions; false when it did not exist; [`StoreError::LastAdmin`] as above.
+    /// Deletes a user with its sessions and API tokens; false when it did not exist; [`StoreError::LastAdmin`] as
+    /// above. Disabling a user (in [`Users::update_user`]) ends its sessions and revokes its tokens too.
     async fn delete_user(&self, customer: CustomerId, id: &str, audit: &AuditEvent) -> StoreResult<bool>;
     /// Sets a user's password and ends all its sessions but `keep_session` (a token hash).
     async fn set_password(
@@ -226,10 +227,12 @@ impl Users for SqlStore {
         let Some(row) = row else { return Ok(None) };
         let user = user_from_row(&row)?;
         ensure_an_admin(&mut tx, customer).await?;
+        let mut audit = audit.clone();
         if !user.enabled {
             query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut tx).await?;
+            audit = revoke_tokens(&mut tx, id, audit).await?;
         }
-        insert_audit(&mut tx, audit).await?;
+        insert_audit(&mut tx, &audit).await?;
         tx.commit().await?;
         Ok(Some(user))
     }
@@ -237,6 +240,8 @@ impl Users for SqlStore {
     async fn delete_user(&self, customer: CustomerId, id: &str, audit: &AuditEvent) -> StoreResult<bool> {
         let mut tx = self.db.begin().await?;
         tx.lock_row("customers", "id", customer).await?;
+        // Its tokens would go with it (ON DELETE CASCADE); deleted first, so the record counts them.
+        let audit = revoke_tokens(&mut tx, id, audit.clone()).await?;
         let done = query("DELETE FROM users WHERE customer_id = $1 AND id = $2")
             .bind(customer)
             .bind(id)
@@ -246,7 +251,7 @@ impl Users for SqlStore {
             return Ok(false);
         }
         ensure_an_admin(&mut tx, customer).await?;
-        insert_audit(&mut tx, audit).await?;
+        insert_audit(&mut tx, &audit).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -464,6 +469,13 @@ fn reset_from_row(row: &Row) -> Result<PasswordReset, sqlx::Error> {
         user_id: row.get("user_id")?,
         expires_ms: row.get("expires_ms")?,
     })
+}
+
+/// Revokes every API token of a user (disabled or deleted) in the transaction of that change; `audit`, the
+/// change's record, then counts them (`tokens_revoked`).
+async fn revoke_tokens(tx: &mut Tx, user_id: &str, audit: AuditEvent) -> StoreResult<AuditEvent> {
+    let revoked = query("DELETE FROM api_tokens WHERE user_id = $1").bind(user_id).execute(tx).await?;
+    Ok(if revoked > 0 { audit.detail("tokens_revoked", revoked) } else { audit })
 }
 
 /// Fails the transaction's change when no enabled administrator would remain. The transaction holds the

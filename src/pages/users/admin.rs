@@ -1,5 +1,5 @@
-//! The administrator's view of the users: a paged, searchable table; create, edit, delete, reset password and
-//! disable two-factor, each consequential action confirmed.
+//! The administrator's view of the users: a paged, searchable table; create, edit, delete, reset password,
+//! disable two-factor and see or revoke a user's API tokens, each consequential action confirmed.
 
 use edge_api::User;
 use leptos::{ev, prelude::*};
@@ -9,8 +9,9 @@ use crate::{
     components::{
         async_view::{AsyncView, act, load},
         curl::CopyCurl,
-        dialog::Confirm,
+        dialog::{Confirm, Dialog},
         pager::Pager,
+        tokens::ApiTokens,
     },
     nav::{use_customer, use_query_state},
 };
@@ -45,6 +46,7 @@ pub(super) fn UserAdmin(me: User) -> impl IntoView {
     });
     let editing = RwSignal::new(None::<Editing>);
     let pending = RwSignal::new(None::<Pending>);
+    let tokens_of = RwSignal::new(None::<User>);
     let notice = RwSignal::new(None::<String>);
 
     let act = act(move |p: &Pending| {
@@ -117,7 +119,7 @@ pub(super) fn UserAdmin(me: User) -> impl IntoView {
                 let rows = list
                     .items
                     .into_iter()
-                    .map(|user| view! { <UserRow user me_id=me_id.get_value() editing pending notice /> })
+                    .map(|user| view! { <UserRow user me_id=me_id.get_value() editing pending notice tokens_of /> })
                     .collect_view();
                 view! {
                     <div class="table-scroll">
@@ -164,6 +166,15 @@ pub(super) fn UserAdmin(me: User) -> impl IntoView {
                         />
                     }
                 })
+        }}
+        {move || {
+            tokens_of.get().map(|u| {
+                view! {
+                    <Dialog title=format!("API tokens of {}", u.username) on_close=Callback::new(move |_| tokens_of.set(None))>
+                        <ApiTokens user=Some(u.id.clone()) role=edge_api::Role::Admin otp=false />
+                    </Dialog>
+                }
+            })
         }}
         {move || {
             pending
@@ -252,6 +263,7 @@ fn UserRow(
     editing: RwSignal<Option<Editing>>,
     pending: RwSignal<Option<Pending>>,
     notice: RwSignal<Option<String>>,
+    tokens_of: RwSignal<Option<User>>,
 ) -> impl IntoView {
     let is_me = user.id == me_id;
     let local = user.source.id == "local";
@@ -260,7 +272,7 @@ fn UserRow(
         notice.set(None);
         pending.set(Some(p));
     };
-    let (u1, u2, u3, u4) = (user.clone(), user.clone(), user.clone(), user.clone());
+    let (u1, u2, u3, u4, u5) = (user.clone(), user.clone(), user.clone(), user.clone(), user.clone());
     view! {
         <tr data-username=user.username.clone()>
             <td>
@@ -283,6 +295,7 @@ fn UserRow(
             <td>{if otp { "On" } else { "Off" }}</td>
             <td class="actions">
                 <button class="link" on:click=move |_| editing.set(Some(Editing::Existing(Box::new(u1.clone()))))>"Edit"</button>
+                <button class="link" on:click=move |_| tokens_of.set(Some(u5.clone()))>"API tokens"</button>
                 {local
                     .then(|| {
                         view! {

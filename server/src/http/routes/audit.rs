@@ -61,6 +61,7 @@ fn target_uri(customer: &Customer, e: &AuditEntry) -> Option<String> {
         "purge" => format!("{base}/transactions/{id}"),
         "identity_source" => format!("{base}/idps/{id}"),
         "account" => format!("{base}/account"),
+        "token" => format!("{base}/tokens/{id}"),
         _ => return None,
     };
     e.target_exists.then_some(uri)

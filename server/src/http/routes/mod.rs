@@ -12,6 +12,7 @@ mod roles;
 mod sessions;
 mod stats;
 mod tasks;
+mod tokens;
 mod users;
 
 use utoipa::{
@@ -52,6 +53,7 @@ use crate::state::AppState;
         (name = "ingestion", description = "Access logs and security events in (NDJSON)"),
         (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
         (name = "audit", description = "The audit log: every change, failed login and lockout"),
+        (name = "tokens", description = "API tokens for automation: scoped, optionally expiring and limited to client ranges"),
     )
 )]
 struct ApiDoc;
@@ -64,6 +66,19 @@ impl Modify for Security {
         components.add_security_scheme(
             "basic",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build()),
+        );
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("edge_ and 46 characters of 0-9A-Za-z")
+                    .description(Some(
+                        "An API token (POST /tokens). Each operation names the one scope a token needs for it; a \
+                         token without it answers 403 `insufficient_scope`, naming it.",
+                    ))
+                    .build(),
+            ),
         );
         components.add_security_scheme(
             "session",
@@ -89,7 +104,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(networklists::router())
         .merge(purge::router())
         .merge(properties::router())
-        .merge(stats::router());
+        .merge(stats::router())
+        .merge(tokens::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 
@@ -105,18 +121,18 @@ pub fn openapi_document() -> openapi::OpenApi {
         .schema(Some(openapi::ObjectBuilder::new().schema_type(openapi::schema::Type::String)))
         .build();
     for (path, item) in doc.paths.paths.iter_mut() {
-        for op in [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.head,
-            &mut item.patch,
-            &mut item.options,
-            &mut item.trace,
+        for (method, op) in [
+            ("GET", &mut item.get),
+            ("PUT", &mut item.put),
+            ("POST", &mut item.post),
+            ("DELETE", &mut item.delete),
+            ("HEAD", &mut item.head),
+            ("PATCH", &mut item.patch),
+            ("OPTIONS", &mut item.options),
+            ("TRACE", &mut item.trace),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(m, op)| op.as_mut().map(|op| (m, op)))
         {
             let params = op.parameters.get_or_insert_with(Vec::new);
             if !params.iter().any(|p| p.name == "customer") {
@@ -124,9 +140,25 @@ pub fn openapi_document() -> openapi::OpenApi {
             }
             add_common_responses(op);
             tighten_parameters(path, op);
+            token_security(path, method, op);
         }
     }
     doc
+}
+
+/// Names the scope an API token needs for the operation (edge-api's table) as a requirement of the `token`
+/// scheme beside Basic credentials and the session; operations no token may call keep the other two only.
+fn token_security(path: &str, method: &str, op: &mut openapi::path::Operation) {
+    let route = path.strip_prefix(&format!("/{{customer}}/{}", edge_api::paths::VERSION)).unwrap_or(path);
+    if let edge_api::TokenAccess::Scope(scope) = edge_api::token_access(method, route) {
+        let security = op.security.get_or_insert_with(|| {
+            vec![
+                openapi::security::SecurityRequirement::new("basic", Vec::<String>::new()),
+                openapi::security::SecurityRequirement::new("session", Vec::<String>::new()),
+            ]
+        });
+        security.push(openapi::security::SecurityRequirement::new("token", [scope.as_str()]));
+    }
 }
 
 /// Narrows the schemas of parameters whose accepted values the handlers check themselves (they are all read
@@ -206,10 +238,12 @@ fn add_common_responses(op: &mut openapi::path::Operation) {
     }
     if !public {
         common.extend([
-            ("401", "Missing or wrong credentials, or an expired session"),
+            ("401", "Missing or wrong credentials, an expired session, or an unknown (`token_invalid`) or expired (`token_expired`) API token"),
             (
                 "403",
-                "The caller's role does not allow this, or a change with the session cookie came from another origin",
+                "The caller's role does not allow this, a change with the session cookie came from another origin, or \
+                 an API token lacks the scope (`insufficient_scope`) or is used from outside its ranges \
+                 (`address_not_allowed`)",
             ),
             ("429", "Too many failed logins with these Basic credentials; see Retry-After"),
             ("503", "Too many password checks at once (`overloaded`); see Retry-After"),

@@ -155,8 +155,8 @@ async fn delete_pairing(
 ) -> AppResult<axum::Json<OtpSettings>> {
     let user = find_user(&state, &caller.customer, &p.user_id).await?;
     // Basic credentials with a valid code make a caller with no session (the access rules have refused the
-    // password alone); a session, however made, is not enough for one's own second factor.
-    if user.id == caller.user.id && caller.session.is_some() {
+    // password alone); a session, however made, or an API token is not enough for one's own second factor.
+    if user.id == caller.user.id && !caller.by_password() {
         return Err(AppError::Unauthorized {
             kind: "password_required",
             message: "Turning off your own two-factor needs your password and a current one-time code again \

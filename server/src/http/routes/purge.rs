@@ -53,7 +53,7 @@ fn access_failure(e: AppError, auth_status: StatusCode) -> Response {
         s if s.is_server_error() => {
             fail(StatusCode::SERVICE_UNAVAILABLE, 503, "The service failed; try again.", vec![])
         }
-        s => fail(s, s.as_u16(), body.message, vec![]),
+        s => fail(s, s.as_u16(), body.message, body.details.into_iter().map(|d| d.message).collect()),
     }
 }
 
