@@ -48,6 +48,8 @@ permissions!(
     ReadAccount,
     WriteAccount,
     ReadAudit,
+    ReadAlerts,
+    ManageAlerts,
 );
 
 /// A user's role.
@@ -79,10 +81,10 @@ impl Role {
         match self {
             Role::Admin => "Everything, including users, roles, two-factor resets and account changes.",
             Role::Operator => {
-                "Everything except users, roles and account changes: configuration, purges, network lists, ingestion."
+                "Everything except users, roles and account changes: configuration, purges, network lists, ingestion, alerts."
             }
             Role::Viewer => {
-                "Read-only: statistics, configurations, network lists, tasks and purge status; their own password and two-factor."
+                "Read-only: statistics, configurations, network lists, tasks, purge status and alerts; their own password and two-factor."
             }
         }
     }
@@ -97,7 +99,9 @@ impl Role {
                 p,
                 ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount | ReadAudit
             ),
-            Role::Viewer => matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks),
+            Role::Viewer => {
+                matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks | ReadAlerts)
+            }
         }
     }
 }
@@ -134,6 +138,8 @@ mod tests {
             ReadAccount,
             WriteAccount,
             ReadAudit,
+            ReadAlerts,
+            ManageAlerts,
         ];
         assert!(all.iter().all(|p| Role::Admin.allows(*p)));
         let operator: Vec<_> = all.iter().filter(|p| !Role::Operator.allows(**p)).collect();
@@ -142,6 +148,6 @@ mod tests {
             [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount, &ReadAudit]
         );
         let viewer: Vec<_> = all.iter().filter(|p| Role::Viewer.allows(**p)).collect();
-        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks]);
+        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks, &ReadAlerts]);
     }
 }

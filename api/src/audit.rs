@@ -143,6 +143,15 @@ audit_operations! {
     AccountUpdate ACCOUNT_UPDATE "account.update" "Account changed",
     CustomerCreate CUSTOMER_CREATE "customer.create" "Account created (command line)",
     IdentitySourceCreate IDENTITY_SOURCE_CREATE "identity_source.create" "Identity source registered (command line)",
+    AlertRuleCreate ALERT_RULE_CREATE "alert.rule.create" "Alert rule created",
+    AlertRuleUpdate ALERT_RULE_UPDATE "alert.rule.update" "Alert rule changed",
+    AlertRuleDelete ALERT_RULE_DELETE "alert.rule.delete" "Alert rule deleted",
+    AlertChannelCreate ALERT_CHANNEL_CREATE "alert.channel.create" "Alert channel created",
+    AlertChannelUpdate ALERT_CHANNEL_UPDATE "alert.channel.update" "Alert channel changed (or its secret rotated)",
+    AlertChannelDelete ALERT_CHANNEL_DELETE "alert.channel.delete" "Alert channel deleted",
+    AlertChannelTest ALERT_CHANNEL_TEST "alert.channel.test" "Test notification sent to an alert channel",
+    AlertSilenceCreate ALERT_SILENCE_CREATE "alert.silence.create" "Alert silence created",
+    AlertSilenceDelete ALERT_SILENCE_DELETE "alert.silence.delete" "Alert silence deleted",
 }
 
 #[cfg(test)]

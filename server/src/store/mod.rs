@@ -10,6 +10,7 @@
 //! SQLite file (the default) or on PostgreSQL shared by several replicas of the server; [`open`] picks it from
 //! the flags, in one place.
 
+mod alerts;
 mod audit;
 mod customers;
 pub mod db;
@@ -27,6 +28,10 @@ use std::{path::PathBuf, time::Duration};
 
 use async_trait::async_trait;
 
+pub use alerts::{
+    Alerts, AttemptOutcome, ChannelRecord, ClaimedDelivery, DeliveryRecord, Evaluation, EventFilter, EventRecord,
+    RuleCounts, RuleRecord, SilenceRecord,
+};
 pub use audit::{Actor, AuditEntry, AuditEvent, AuditFilter, AuditLog, Target};
 pub use customers::{AccountChange, Customer, Customers, NewCustomer};
 pub use logins::Logins;
@@ -176,7 +181,19 @@ pub trait Health: Send + Sync {
 
 /// Every resource's storage in one: what `AppState` holds (see the module's documentation).
 pub trait Store:
-    Health + Customers + Users + Sessions + Logins + Properties + NetworkLists + Tasks + AuditLog + Send + Sync + 'static
+    Health
+    + Customers
+    + Users
+    + Sessions
+    + Logins
+    + Properties
+    + NetworkLists
+    + Tasks
+    + AuditLog
+    + Alerts
+    + Send
+    + Sync
+    + 'static
 {
 }
 
@@ -190,6 +207,7 @@ impl<T> Store for T where
         + NetworkLists
         + Tasks
         + AuditLog
+        + Alerts
         + Send
         + Sync
         + 'static

@@ -2,6 +2,7 @@
 //! registration, so the document cannot drift from the routes.
 
 mod account;
+mod alerts;
 mod audit;
 mod networklists;
 mod otp;
@@ -52,6 +53,7 @@ use crate::state::AppState;
         (name = "ingestion", description = "Access logs and security events in (NDJSON)"),
         (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
         (name = "audit", description = "The audit log: every change, failed login and lockout"),
+        (name = "alerts", description = "Alert rules, channels, silences, their events and the incident timeline"),
     )
 )]
 struct ApiDoc;
@@ -89,7 +91,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(networklists::router())
         .merge(purge::router())
         .merge(properties::router())
-        .merge(stats::router());
+        .merge(stats::router())
+        .merge(alerts::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 
