@@ -84,6 +84,10 @@ contract!(
     text_with_nul_is_refused,
 );
 
+// Alerting's contract, in a file of its own.
+#[path = "store_contract/alerts.rs"]
+mod alerts;
+
 fn audit(customer: i64, operation: &str, target: Target) -> AuditEvent {
     AuditEvent::system(customer, T0, operation, target)
 }
