@@ -862,7 +862,7 @@ async fn prune_beyond(
     extra: &str,
     keep: u64,
 ) -> StoreResult<u64> {
-    let rows = query(format!("{counts}")).fetch_all(db).await?;
+    let rows = query(counts.to_string()).fetch_all(db).await?;
     let mut total = 0;
     for row in rows {
         let n: i64 = row.get("n")?;

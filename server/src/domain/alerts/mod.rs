@@ -206,11 +206,11 @@ pub fn check_watch(watch: &Watch, anomaly: bool, problems: &mut Vec<String>) -> 
         return None;
     };
     let minutes = watch.window_minutes;
-    if !(MIN_WINDOW_MINUTES..=MAX_WINDOW_MINUTES).contains(&minutes) || minutes % 5 != 0 {
+    if !(MIN_WINDOW_MINUTES..=MAX_WINDOW_MINUTES).contains(&minutes) || !minutes.is_multiple_of(5) {
         problems.push(format!("condition.watch.window_minutes: {minutes} is not 5 to 1440 minutes in whole 5 minutes"));
         return None;
     }
-    let hours = minutes % 60 == 0;
+    let hours = minutes.is_multiple_of(60);
     let granularity = match family {
         Family::WafTopK(_) | Family::ShapingTopK(_) | Family::Events => None,
         _ if hours => Some(Granularity::Hour),

@@ -117,11 +117,10 @@ async fn create_silence(
     }
     check_labels("labels", &input.labels, &mut problems);
     match &input.rule_id {
-        Some(id) => {
-            if over_chars(id, 64) || state.store.alert_rule(caller.customer.id, id).await?.is_none() {
-                problems.push(format!("rule_id: no rule {:?}", cut_for_message(id)));
-            }
+        Some(id) if over_chars(id, 64) || state.store.alert_rule(caller.customer.id, id).await?.is_none() => {
+            problems.push(format!("rule_id: no rule {:?}", cut_for_message(id)));
         }
+        Some(_) => {}
         None if input.labels.is_empty() => {
             problems.push("rule_id or labels: a silence names a rule, labels or both".into())
         }
