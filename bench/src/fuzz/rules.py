@@ -373,6 +373,10 @@ def fix_alert_rule(case):
     if not isinstance(condition, dict):
         return
     if condition.get("type") == "audit":
+        # Operations the audit log records (exact, a prefix ending in .*, or *): generated text names none.
+        known = ("property.config.*", "cache.purge", "login.lockout", "*", "networklist.*")
+        count = len(condition["operations"]) if isinstance(condition.get("operations"), list) else 1
+        condition["operations"] = [known[i % len(known)] for i in range(max(1, min(20, count)))]
         body["for_minutes"] = 0
         return
     watch = condition.get("watch") if isinstance(condition.get("watch"), dict) else {}
