@@ -90,3 +90,24 @@ pub async fn delete_silence(customer: &str, id: &str) -> ApiResult<()> {
 pub async fn timeline(customer: &str, from: &str, to: &str) -> ApiResult<Timeline> {
     get_json(&url(customer, &format!("/timeline?from={}&to={}", encode(from), encode(to)))).await
 }
+
+/// The address of a new rule prefilled with a chart's query: its statistics path (relative to the customer
+/// base, as [`edge_api::alerts::WATCHABLE_PATHS`]), metric, filters and dimensions.
+pub fn alert_on_this_url(customer: &str, path: &str, metric: &str, filters: &str, dimensions: &str) -> String {
+    let e = super::encode;
+    format!(
+        "/{customer}/alerts?tab=rules&new=1&path={}&metric={}&filters={}&dimensions={}",
+        e(path),
+        e(metric),
+        e(filters),
+        e(dimensions)
+    )
+}
+
+/// The watchable path of a statistics data address (`/{customer}/v1/stats/security/waf/trends/data?…` →
+/// `/stats/security/waf/trends`), for "Alert on this".
+pub fn watch_path(data_url: &str) -> Option<String> {
+    let path = data_url.split('?').next()?;
+    let at = path.find("/stats")?;
+    Some(path[at..].trim_end_matches("/data").to_string())
+}

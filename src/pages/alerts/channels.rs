@@ -270,7 +270,7 @@ fn ChannelForm(
                     }.into_any(),
                 }}
                 <div class="actions">
-                    <button type="submit" disabled=move || save.pending().get()>"Save channel"</button>
+                    <button type="submit" class="primary" disabled=move || save.pending().get()>"Save channel"</button>
                     <button type="button" class="secondary" on:click=move |_| on_close.run(())>"Cancel"</button>
                 </div>
             </form>

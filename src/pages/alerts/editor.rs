@@ -52,19 +52,6 @@ fn metrics_of(path: &str) -> Vec<&'static str> {
     family.map(Family::metrics).unwrap_or_else(|| vec!["hits"])
 }
 
-/// The address of a new rule prefilled with a chart's query: its statistics path (relative to the customer
-/// base, as [`edge_api::alerts::WATCHABLE_PATHS`]), metric, filters and dimensions.
-pub fn alert_on_this_url(customer: &str, path: &str, metric: &str, filters: &str, dimensions: &str) -> String {
-    let e = crate::api::encode;
-    format!(
-        "/{customer}/alerts?tab=rules&new=1&path={}&metric={}&filters={}&dimensions={}",
-        e(path),
-        e(metric),
-        e(filters),
-        e(dimensions)
-    )
-}
-
 fn labels_text(labels: &BTreeMap<String, String>) -> String {
     labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
 }
@@ -414,7 +401,7 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                     {move || previewed.get().map(|p| view! { <PreviewChart preview=p /> })}
                 </div>
                 <div class="actions">
-                    <button type="submit" disabled=move || save.pending().get()>{move || if save.pending().get() { "Saving…" } else { "Save rule" }}</button>
+                    <button type="submit" class="primary" disabled=move || save.pending().get()>{move || if save.pending().get() { "Saving…" } else { "Save rule" }}</button>
                     <button type="button" class="secondary" on:click=move |_| on_close.run(())>"Cancel"</button>
                 </div>
             </form>

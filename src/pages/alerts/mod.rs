@@ -1,6 +1,6 @@
 //! Alerts: what fires now, the rules (with their editor and preview), the history of their states, the channels
 //! that notify (with "send test" and each one's delivery log) and silences. The tab lives in the address, and
-//! "Alert on this" from a chart opens the editor with the chart's query (see [`alert_on_this_url`]).
+//! "Alert on this" from a chart opens the editor with the chart's query (see [`crate::api::alert_on_this_url`]).
 
 mod channels;
 mod editor;
@@ -21,8 +21,6 @@ use crate::{
     nav::{use_customer, use_query_state},
     session::Auth,
 };
-
-pub use editor::alert_on_this_url;
 
 const TABS: [(&str, &str); 5] = [
     ("firing", "Firing now"),

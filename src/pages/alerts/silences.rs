@@ -205,7 +205,7 @@ fn SilenceForm(on_done: Callback<()>, on_close: Callback<()>) -> impl IntoView {
                     <FieldError error field="comment" />
                 </label>
                 <div class="actions">
-                    <button type="submit" disabled=move || save.pending().get()>"Create silence"</button>
+                    <button type="submit" class="primary" disabled=move || save.pending().get()>"Create silence"</button>
                     <button type="button" class="secondary" on:click=move |_| on_close.run(())>"Cancel"</button>
                 </div>
             </form>
