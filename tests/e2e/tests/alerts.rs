@@ -5,7 +5,8 @@
 //! signed with the secret, the SMTP server one message, and the console shows the rule firing (and the count
 //! in the navigation); a silence made in the console suppresses the next notification (recorded in the
 //! channel's log as silenced); after it ends and traffic recovers, the rule resolves and says so; the
-//! timeline's markers for the range are the rule's transitions. Views at 400 px, and no console error.
+//! timeline's markers for the range are the rule's transitions. Every tab passes axe-core and fits 400 px with the
+//! CPU slowed 4×, and the console logs no error.
 
 #[path = "../../../server/tests/support/receivers.rs"]
 mod receivers;
@@ -194,8 +195,14 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
         .collect();
     ensure!(alerts == ["alert.firing", "alert.resolved"], "{alerts:?}");
 
-    // The views at a phone's width.
+    // Every tab passes axe-core; then at a phone's width with the CPU slowed 4×.
+    for tab in ["firing", "rules", "history", "channels", "silences"] {
+        h.open(&format!("/demo/alerts?tab={tab}"), ".page.alerts .tabs").await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        h.axe(&format!("alerts, {tab}")).await?;
+    }
     h.emulate_width(Some(400)).await?;
+    h.throttle_cpu(4).await?;
     for tab in ["firing", "rules", "history", "channels", "silences"] {
         h.open(&format!("/demo/alerts?tab={tab}"), ".page.alerts .tabs").await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -208,6 +215,7 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
         ensure!(!wide, "the {tab} tab scrolls sideways at 400 px");
         h.snapshot(&format!("alerts-{tab}-phone")).await?;
     }
+    h.throttle_cpu(1).await?;
     h.emulate_width(None).await?;
     h.no_page_errors("alerts").await?;
     h.stop().await
