@@ -19,7 +19,7 @@ use crate::{
 fn delivery_text(d: &Delivery) -> String {
     let status = match d.status {
         DeliveryStatus::Sent => "sent".to_string(),
-        DeliveryStatus::Silenced => "silenced (not sent)".into(),
+        DeliveryStatus::Silenced => return "silenced: recorded, not sent".into(),
         DeliveryStatus::Pending => "waiting for its next attempt".into(),
         DeliveryStatus::Sending => "being sent".into(),
         DeliveryStatus::Failed => "failed".into(),
@@ -93,7 +93,6 @@ pub(super) fn Channels() -> impl IntoView {
                         <thead>
                             <tr>
                                 <th scope="col">"Channel"</th>
-                                <th scope="col">"Type"</th>
                                 <th scope="col">"Sends to"</th>
                                 <th scope="col"><span class="sr-only">"Actions"</span></th>
                             </tr>
@@ -107,8 +106,10 @@ pub(super) fn Channels() -> impl IntoView {
                                 let (id, id2, id3, edit) = (c.id.clone(), c.id.clone(), c.id.clone(), c.clone());
                                 view! {
                                     <tr data-channel=c.id.clone()>
-                                        <td><strong>{c.name.clone()}</strong></td>
-                                        <td>{c.kind.as_str()}</td>
+                                        <td>
+                                            <strong>{c.name.clone()}</strong>
+                                            <div class="small muted">{match c.kind { ChannelKind::Email => "e-mail", ChannelKind::Webhook => "webhook" }}</div>
+                                        </td>
                                         <td class="wrap small">{to}</td>
                                         <td class="actions">
                                             <button type="button" class="secondary" on:click=move |_| log_of.update(|l| *l = if l.as_deref() == Some(id3.as_str()) { None } else { Some(id3.clone()) })>"Deliveries"</button>
@@ -130,7 +131,7 @@ pub(super) fn Channels() -> impl IntoView {
             }
                 .into_any()
         } />
-        {move || log_of.get().map(|id| view! { <DeliveryLog id /> })}
+        {move || log_of.get().map(|id| view! { <DeliveryLog id=id.clone() name=channels.get().and_then(Result::ok).and_then(|p| p.items.into_iter().find(|c| c.id == id)).map(|c| c.name).unwrap_or_default() /> })}
         {move || editing.get().map(|channel| view! {
             <ChannelForm
                 channel
@@ -150,15 +151,15 @@ pub(super) fn Channels() -> impl IntoView {
 
 /// A channel's delivery log, newest first.
 #[component]
-fn DeliveryLog(id: String) -> impl IntoView {
+fn DeliveryLog(id: String, name: String) -> impl IntoView {
     let customer = use_customer();
     let log = load(move || {
         let (c, id) = (customer.get(), id.clone());
         async move { api::channel_deliveries(&c, &id).await }
     });
     view! {
-        <section class="card">
-            <h2>"Delivery log"</h2>
+        <section class="card deliveries-card">
+            <h2>{format!("Delivery log of {name}")}</h2>
             <AsyncView resource=log loading="Loading deliveries…" children=move |page| {
                 if page.items.is_empty() {
                     return view! { <p class="muted">"Nothing was sent to this channel yet."</p> }.into_any();

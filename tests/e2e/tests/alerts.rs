@@ -124,7 +124,6 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
     }
     h.click_text("dialog button", "Preview the last 7 days").await?;
     h.wait_for_text("dialog .preview-chart p", "It would not have fired in this time.").await?;
-    h.snapshot("alerts-rule-editor").await?;
     h.click_text("dialog button", "Save rule").await?;
     h.wait_for_text(".page.alerts tr[data-rule] strong", "5xx ratio of alerts.example").await?;
     h.no_page_errors("the rule editor").await?;
@@ -144,6 +143,15 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
     h.wait_for_text(".page.alerts tr[data-rule] .badge.danger", "firing").await?;
     h.wait_for_text("nav .nav-count", "1").await?;
     h.snapshot("alerts-firing").await?;
+    // The editor's preview now shows when it fired.
+    h.open("/demo/alerts?tab=rules", ".page.alerts tr[data-rule]").await?;
+    h.click_text("tr[data-rule] button", "Edit").await?;
+    h.click_text("dialog button", "Preview the last 7 days").await?;
+    h.wait_for_text("dialog .preview-chart p", "It would have fired once:").await?;
+    h.client.execute("document.querySelector('dialog .preview-chart').scrollIntoView({block: 'end'})", vec![]).await?;
+    h.snapshot("alerts-rule-editor").await?;
+    h.click_text("dialog button", "Cancel").await?;
+    h.wait_gone("dialog").await?;
 
     // A silence made in the console: the re-notification 5 minutes later is recorded, not sent.
     h.open("/demo/alerts?tab=silences", ".page.alerts .empty").await?;
