@@ -36,10 +36,22 @@ pub(super) fn PreviewChart(preview: RulePreview) -> impl IntoView {
         }
     }
     let line = line.replace('|', "");
+    // A point with no neighbour draws no line: it is drawn as a dot (red where the condition held).
+    let has = |i: usize| preview.points.get(i).is_some_and(|p| p.value.is_some());
+    let dots: Vec<(f64, f64, bool)> = preview
+        .points
+        .iter()
+        .zip(&times)
+        .enumerate()
+        .filter(|(i, (p, _))| p.value.is_some() && (p.holds || (!has(i.wrapping_sub(1)) && !has(i + 1))))
+        .filter_map(|(_, (p, t))| Some((x(*t), y(p.value?), p.holds)))
+        .collect();
     let spans: Vec<(f64, f64)> = preview
         .firings
         .iter()
         .filter_map(|f| Some((x(ms(&f.from)?), x(f.until.as_deref().and_then(ms).unwrap_or(t1)))))
+        // At least a few pixels, inside the chart, so that a firing at the last point shows.
+        .map(|(a, b)| (a.min(W - PAD - 4.0), b.max(a + 4.0).min(W)))
         .collect();
     let threshold = preview.threshold.map(y);
     let count = preview.firings.len();
@@ -51,9 +63,10 @@ pub(super) fn PreviewChart(preview: RulePreview) -> impl IntoView {
     view! {
         <figure class="preview-chart">
             <svg viewBox=format!("0 0 {W} {H}") role="img" aria-label=format!("The rule's value every {} minutes; {summary}", preview.step_minutes) preserveAspectRatio="none">
-                {spans.into_iter().map(|(a, b)| view! { <rect class="firing" x=format!("{a:.1}") y="0" width=format!("{:.1}", (b - a).max(2.0)) height=H.to_string()></rect> }).collect_view()}
+                {spans.into_iter().map(|(a, b)| view! { <rect class="firing" x=format!("{a:.1}") y="0" width=format!("{:.1}", b - a) height=H.to_string()></rect> }).collect_view()}
                 {threshold.map(|ty| view! { <line class="threshold" x1="0" x2=W.to_string() y1=format!("{ty:.1}") y2=format!("{ty:.1}")></line> })}
                 <path class="value" d=line></path>
+                {dots.into_iter().map(|(cx, cy, held)| view! { <circle class=if held { "dot held" } else { "dot" } cx=format!("{cx:.1}") cy=format!("{cy:.1}") r="3"></circle> }).collect_view()}
             </svg>
             <figcaption>
                 <span class="small muted">

@@ -208,6 +208,7 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
         h.open(&format!("/demo/alerts?tab={tab}"), ".page.alerts .tabs").await?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         h.axe(&format!("alerts, {tab}")).await?;
+        h.snapshot(&format!("alerts-{tab}-light")).await?;
     }
     h.emulate_width(Some(400)).await?;
     h.throttle_cpu(4).await?;
@@ -224,6 +225,18 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
         h.snapshot(&format!("alerts-{tab}-phone")).await?;
     }
     h.throttle_cpu(1).await?;
+    // Dark, at both widths (screenshots only: the colours are the console's variables).
+    let dark = json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]});
+    h.cdp("Emulation.setEmulatedMedia", dark).await?;
+    for (width, suffix) in [(Some(400), "phone-dark"), (None, "dark")] {
+        h.emulate_width(width).await?;
+        for tab in ["firing", "rules", "history", "channels", "silences"] {
+            h.open(&format!("/demo/alerts?tab={tab}"), ".page.alerts .tabs").await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            h.snapshot(&format!("alerts-{tab}-{suffix}")).await?;
+        }
+    }
+    h.cdp("Emulation.setEmulatedMedia", json!({"features": []})).await?;
     h.emulate_width(None).await?;
     h.no_page_errors("alerts").await?;
     h.stop().await
