@@ -51,17 +51,12 @@ pub(super) fn Channels() -> impl IntoView {
         Some(Err(e)) => notice.set(Some(e.body.message)),
         None => {}
     });
-    let remove = act(move |id: &String| {
-        let (c, id) = (customer.get_untracked(), id.clone());
-        async move { api::delete_alert_channel(&c, &id).await }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(())) = remove.value().get() {
-            notice.set(Some("The channel was deleted.".into()));
-            channels.refetch();
-        }
-    });
-    let remove_error = Signal::derive(move || remove.value().get().and_then(Result::err));
+    let (remove, remove_error) = super::removal(
+        |c, id| async move { api::delete_alert_channel(&c, &id).await },
+        "The channel was deleted.",
+        notice,
+        move || channels.refetch(),
+    );
     view! {
         <div class="toolbar">
             {move || notice.get().map(|n| view! { <p class="notice" role="status">{n}</p> })}

@@ -89,6 +89,28 @@ fn value_text(v: Option<f64>) -> String {
     }
 }
 
+/// A deletion by id on one of the tabs: the action, and its error; when it succeeds, `done` is said and the
+/// list is read again.
+pub(super) fn removal<Fut>(
+    delete: fn(String, String) -> Fut,
+    done: &'static str,
+    notice: RwSignal<Option<String>>,
+    reread: impl Fn() + 'static,
+) -> (Action<String, api::ApiResult<()>>, Signal<Option<api::ApiError>>)
+where
+    Fut: std::future::Future<Output = api::ApiResult<()>> + 'static,
+{
+    let customer = use_customer();
+    let remove = act(move |id: &String| delete(customer.get_untracked(), id.clone()));
+    Effect::new(move |_| {
+        if let Some(Ok(())) = remove.value().get() {
+            notice.set(Some(done.into()));
+            reread();
+        }
+    });
+    (remove, Signal::derive(move || remove.value().get().and_then(Result::err)))
+}
+
 #[component]
 pub fn Alerts() -> impl IntoView {
     let q = use_query_state();
@@ -209,17 +231,12 @@ fn Rules() -> impl IntoView {
     // The editor: a new rule (prefilled from the address by "Alert on this") or one to change.
     let editing = RwSignal::new(if q.get("new").is_empty() { None } else { Some(None::<AlertRule>) });
     let notice = RwSignal::new(None::<String>);
-    let remove = act(move |id: &String| {
-        let (c, id) = (customer.get_untracked(), id.clone());
-        async move { api::delete_alert_rule(&c, &id).await }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(())) = remove.value().get() {
-            notice.set(Some("The rule was deleted.".into()));
-            rules.refetch();
-        }
-    });
-    let remove_error = Signal::derive(move || remove.value().get().and_then(Result::err));
+    let (remove, remove_error) = removal(
+        |c, id| async move { api::delete_alert_rule(&c, &id).await },
+        "The rule was deleted.",
+        notice,
+        move || rules.refetch(),
+    );
     view! {
         <div class="toolbar">
             {move || notice.get().map(|n| view! { <p class="notice" role="status">{n}</p> })}

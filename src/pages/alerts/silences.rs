@@ -44,17 +44,12 @@ pub(super) fn Silences() -> impl IntoView {
     });
     let creating = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
-    let remove = act(move |id: &String| {
-        let (c, id) = (customer.get_untracked(), id.clone());
-        async move { api::delete_silence(&c, &id).await }
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(())) = remove.value().get() {
-            notice.set(Some("The silence was ended.".into()));
-            silences.refetch();
-        }
-    });
-    let remove_error = Signal::derive(move || remove.value().get().and_then(Result::err));
+    let (remove, remove_error) = super::removal(
+        |c, id| async move { api::delete_silence(&c, &id).await },
+        "The silence was ended.",
+        notice,
+        move || silences.refetch(),
+    );
     view! {
         <div class="toolbar">
             {move || notice.get().map(|n| view! { <p class="notice" role="status">{n}</p> })}
