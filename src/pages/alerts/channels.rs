@@ -239,8 +239,8 @@ fn ChannelForm(
                 <label>
                     "Type"
                     <select name="type" disabled=existing on:change=move |e| kind.set(if event_target_value(&e) == "webhook" { ChannelKind::Webhook } else { ChannelKind::Email })>
-                        <option value="email" selected=move || kind.get() == ChannelKind::Email>"E-mail"</option>
-                        <option value="webhook" selected=move || kind.get() == ChannelKind::Webhook>"Webhook"</option>
+                        <option value="email" selected={kind.get_untracked() == ChannelKind::Email}>"E-mail"</option>
+                        <option value="webhook" selected={kind.get_untracked() == ChannelKind::Webhook}>"Webhook"</option>
                     </select>
                 </label>
                 {move || match kind.get() {

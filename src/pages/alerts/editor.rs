@@ -227,15 +227,15 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                     <label>
                         "Severity"
                         <select name="severity" on:change=move |e| severity.set(Severity::parse(&event_target_value(&e)).unwrap_or(Severity::Warning))>
-                            {Severity::ALL.map(|s| view! { <option value=s.as_str() selected=move || severity.get() == s>{s.as_str()}</option> }).collect_view()}
+                            {Severity::ALL.map(|s| view! { <option value=s.as_str() selected={severity.get_untracked() == s}>{s.as_str()}</option> }).collect_view()}
                         </select>
                     </label>
                     <label>
                         "Watches"
                         <select name="kind" on:change=move |e| kind.set(event_target_value(&e))>
-                            <option value="threshold" selected=move || kind.get() == "threshold">"A threshold on statistics"</option>
-                            <option value="anomaly" selected=move || kind.get() == "anomaly">"An anomaly in statistics"</option>
-                            <option value="audit" selected=move || kind.get() == "audit">"Audit records"</option>
+                            <option value="threshold" selected={kind.get_untracked() == "threshold"}>"A threshold on statistics"</option>
+                            <option value="anomaly" selected={kind.get_untracked() == "anomaly"}>"An anomaly in statistics"</option>
+                            <option value="audit" selected={kind.get_untracked() == "audit"}>"Audit records"</option>
                         </select>
                     </label>
                 </div>
@@ -245,20 +245,20 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                         <label>
                             "Path"
                             <select name="path" on:change=move |e| { path.set(event_target_value(&e)); metric.set(metrics_of(&path.get_untracked())[0].to_string()); }>
-                                {paths().into_iter().map(|(p, l)| { let v = p.clone(); view! { <option value=p selected=move || path.get() == v>{l}</option> } }).collect_view()}
+                                {paths().into_iter().map(|(p, l)| { let v = p.clone(); view! { <option value=p selected={path.get_untracked() == v}>{l}</option> } }).collect_view()}
                             </select>
                         </label>
                         <div class="row">
                             <label>
                                 "Metric"
                                 <select name="metric" on:change=move |e| metric.set(event_target_value(&e))>
-                                    {move || metrics_of(&path.get()).into_iter().map(|m| view! { <option value=m selected=move || metric.get() == m>{m}</option> }).collect_view()}
+                                    {move || metrics_of(&path.get()).into_iter().map(|m| view! { <option value=m selected={metric.get_untracked() == m}>{m}</option> }).collect_view()}
                                 </select>
                             </label>
                             <label>
                                 "Window"
                                 <select name="window" on:change=move |e| window.set(event_target_value(&e).parse().unwrap_or(5))>
-                                    {WINDOWS.map(|w| view! { <option value=w.to_string() selected=move || window.get() == w>{if w < 60 { format!("{w} minutes") } else { format!("{} h", w / 60) }}</option> }).collect_view()}
+                                    {WINDOWS.map(|w| view! { <option value=w.to_string() selected={window.get_untracked() == w}>{if w < 60 { format!("{w} minutes") } else { format!("{} h", w / 60) }}</option> }).collect_view()}
                                 </select>
                             </label>
                         </div>
@@ -279,7 +279,7 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                                 <label>
                                     "Divided by"
                                     <select name="denominator" on:change=move |e| den_metric.set(event_target_value(&e))>
-                                        {move || metrics_of(&path.get()).into_iter().map(|m| view! { <option value=m selected=move || den_metric.get() == m>{m}</option> }).collect_view()}
+                                        {move || metrics_of(&path.get()).into_iter().map(|m| view! { <option value=m selected={den_metric.get_untracked() == m}>{m}</option> }).collect_view()}
                                     </select>
                                 </label>
                                 <label>
@@ -296,7 +296,7 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                             <label>
                                 "Fires when the value is"
                                 <select name="operator" on:change=move |e| operator.set(Comparison::ALL.into_iter().find(|c| c.as_str() == event_target_value(&e)).unwrap_or(Comparison::Above))>
-                                    {Comparison::ALL.map(|c| view! { <option value=c.as_str() selected=move || operator.get() == c>{c.as_str()}</option> }).collect_view()}
+                                    {Comparison::ALL.map(|c| view! { <option value=c.as_str() selected={operator.get_untracked() == c}>{c.as_str()}</option> }).collect_view()}
                                 </select>
                             </label>
                             <label>
@@ -314,7 +314,7 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                             <label>
                                 "Previous weeks"
                                 <select name="weeks" on:change=move |e| weeks.set(event_target_value(&e).parse().unwrap_or(4))>
-                                    {[1u32, 2, 3, 4].map(|w| view! { <option value=w.to_string() selected=move || weeks.get() == w>{w}</option> }).collect_view()}
+                                    {[1u32, 2, 3, 4].map(|w| view! { <option value=w.to_string() selected={weeks.get_untracked() == w}>{w}</option> }).collect_view()}
                                 </select>
                             </label>
                             <label>
@@ -324,9 +324,9 @@ pub(super) fn RuleEditor(rule: Option<AlertRule>, on_done: Callback<String>, on_
                             <label>
                                 "Direction"
                                 <select name="direction" on:change=move |e| direction.set(match event_target_value(&e).as_str() { "down" => Direction::Down, "both" => Direction::Both, _ => Direction::Up })>
-                                    <option value="up" selected=move || direction.get() == Direction::Up>"Above"</option>
-                                    <option value="down" selected=move || direction.get() == Direction::Down>"Below"</option>
-                                    <option value="both" selected=move || direction.get() == Direction::Both>"Either"</option>
+                                    <option value="up" selected={direction.get_untracked() == Direction::Up}>"Above"</option>
+                                    <option value="down" selected={direction.get_untracked() == Direction::Down}>"Below"</option>
+                                    <option value="both" selected={direction.get_untracked() == Direction::Both}>"Either"</option>
                                 </select>
                             </label>
                         </div>
