@@ -49,6 +49,8 @@ permissions!(
     ReadAccount,
     WriteAccount,
     ReadAudit,
+    ReadAlerts,
+    ManageAlerts,
 );
 
 /// A user's role.
@@ -80,10 +82,10 @@ impl Role {
         match self {
             Role::Admin => "Everything, including users, roles, two-factor resets and account changes.",
             Role::Operator => {
-                "Everything except users, roles and account changes: configuration, purges, network lists, ingestion."
+                "Everything except users, roles and account changes: configuration, purges, network lists, ingestion, alerts."
             }
             Role::Viewer => {
-                "Read-only: statistics, configurations, network lists, tasks and purge status; their own password and two-factor."
+                "Read-only: statistics, configurations, network lists, tasks, purge status and alerts; their own password and two-factor."
             }
         }
     }
@@ -98,7 +100,9 @@ impl Role {
                 p,
                 ReadUsers | ManageUsers | ReadRoles | ResetPasswords | DisableOtp | WriteAccount | ReadAudit
             ),
-            Role::Viewer => matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks),
+            Role::Viewer => {
+                matches!(p, ReadStats | ReadConfig | ReadPurgeStatus | ReadLists | ReadTasks | ReadAlerts)
+            }
         }
     }
 }
@@ -166,6 +170,8 @@ scopes! {
     UsersRead "users:read" ReadUsers "Read users, roles and identity sources",
     UsersWrite "users:write" ManageUsers "Create, change and delete users; reset passwords; turn two-factor off",
     AuditRead "audit:read" ReadAudit "Read the audit log",
+    AlertsRead "alerts:read" ReadAlerts "Read alert rules, channels, silences, their events and the incident timeline",
+    AlertsWrite "alerts:write" ManageAlerts "Create, change and delete alert rules, channels and silences; send tests",
 }
 
 /// How an operation may be called with an API token (`Authorization: Bearer`).
@@ -251,6 +257,27 @@ pub const OPERATION_SCOPES: &[(&str, &str, TokenAccess)] = {
         ("POST", "/tokens/{token_id}/roll", P),
         ("POST", "/sessions", O),
         ("PUT", "/password-resets/{token}", O),
+        ("GET", "/alerts/rules", S(AlertsRead)),
+        ("POST", "/alerts/rules", S(AlertsWrite)),
+        ("GET", "/alerts/rules/{rule_id}", S(AlertsRead)),
+        ("PUT", "/alerts/rules/{rule_id}", S(AlertsWrite)),
+        ("DELETE", "/alerts/rules/{rule_id}", S(AlertsWrite)),
+        ("POST", "/alerts/rules/preview", S(AlertsRead)),
+        ("GET", "/alerts/summary", S(AlertsRead)),
+        ("GET", "/alerts/events", S(AlertsRead)),
+        ("GET", "/alerts/timeline", S(AlertsRead)),
+        ("GET", "/alerts/webhook-body", S(AlertsRead)),
+        ("GET", "/alerts/channels", S(AlertsRead)),
+        ("POST", "/alerts/channels", S(AlertsWrite)),
+        ("GET", "/alerts/channels/{channel_id}", S(AlertsRead)),
+        ("PUT", "/alerts/channels/{channel_id}", S(AlertsWrite)),
+        ("DELETE", "/alerts/channels/{channel_id}", S(AlertsWrite)),
+        ("POST", "/alerts/channels/{channel_id}/test", S(AlertsWrite)),
+        ("GET", "/alerts/channels/{channel_id}/deliveries", S(AlertsRead)),
+        ("GET", "/alerts/silences", S(AlertsRead)),
+        ("POST", "/alerts/silences", S(AlertsWrite)),
+        ("GET", "/alerts/silences/{silence_id}", S(AlertsRead)),
+        ("DELETE", "/alerts/silences/{silence_id}", S(AlertsWrite)),
         ("GET", "/stats/data", S(StatsRead)),
         ("HEAD", "/stats", S(StatsRead)),
         ("GET", "/stats/dimensions", S(StatsRead)),
@@ -324,6 +351,8 @@ mod tests {
             ReadAccount,
             WriteAccount,
             ReadAudit,
+            ReadAlerts,
+            ManageAlerts,
         ];
         assert!(all.iter().all(|p| Role::Admin.allows(*p)));
         let operator: Vec<_> = all.iter().filter(|p| !Role::Operator.allows(**p)).collect();
@@ -332,7 +361,7 @@ mod tests {
             [&ReadUsers, &ManageUsers, &ReadRoles, &ResetPasswords, &DisableOtp, &WriteAccount, &ReadAudit]
         );
         let viewer: Vec<_> = all.iter().filter(|p| Role::Viewer.allows(**p)).collect();
-        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks]);
+        assert_eq!(viewer, [&ReadStats, &ReadConfig, &ReadPurgeStatus, &ReadLists, &ReadTasks, &ReadAlerts]);
     }
 
     #[test]

@@ -147,6 +147,15 @@ audit_operations! {
     TokenUpdate TOKEN_UPDATE "token.update" "API token renamed, rescoped or limited",
     TokenRoll TOKEN_ROLL "token.roll" "API token given a new secret",
     TokenDelete TOKEN_DELETE "token.delete" "API token revoked",
+    AlertRuleCreate ALERT_RULE_CREATE "alert.rule.create" "Alert rule created",
+    AlertRuleUpdate ALERT_RULE_UPDATE "alert.rule.update" "Alert rule changed",
+    AlertRuleDelete ALERT_RULE_DELETE "alert.rule.delete" "Alert rule deleted",
+    AlertChannelCreate ALERT_CHANNEL_CREATE "alert.channel.create" "Alert channel created",
+    AlertChannelUpdate ALERT_CHANNEL_UPDATE "alert.channel.update" "Alert channel changed (or its secret rotated)",
+    AlertChannelDelete ALERT_CHANNEL_DELETE "alert.channel.delete" "Alert channel deleted",
+    AlertChannelTest ALERT_CHANNEL_TEST "alert.channel.test" "Test notification sent to an alert channel",
+    AlertSilenceCreate ALERT_SILENCE_CREATE "alert.silence.create" "Alert silence created",
+    AlertSilenceDelete ALERT_SILENCE_DELETE "alert.silence.delete" "Alert silence deleted",
 }
 
 #[cfg(test)]

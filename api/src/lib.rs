@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod account;
+pub mod alerts;
 pub mod audit;
 pub mod config;
 pub mod error;

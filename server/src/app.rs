@@ -92,6 +92,7 @@ pub struct Server {
     shutdown: Option<oneshot::Sender<()>>,
     join: JoinHandle<std::io::Result<()>>,
     housekeeping: JoinHandle<()>,
+    alerting: JoinHandle<()>,
 }
 
 impl Server {
@@ -111,6 +112,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
+        let alerting = tokio::spawn(crate::alerting::run(state.clone()));
         let stats = state.stats.clone();
         let (draining, drain) = (state.draining.clone(), state.settings.drain);
         let app = wrap(app(state)).into_make_service_with_connect_info::<SocketAddr>();
@@ -121,7 +123,7 @@ impl Server {
                 })
                 .await
         });
-        Ok(Server { addr, stats, draining, drain, shutdown: Some(tx), join, housekeeping })
+        Ok(Server { addr, stats, draining, drain, shutdown: Some(tx), join, housekeeping, alerting })
     }
 
     /// Stops accepting, lets requests in flight finish, writes a statistics checkpoint, and returns.
@@ -130,6 +132,7 @@ impl Server {
             let _ = tx.send(());
         }
         self.housekeeping.abort();
+        self.alerting.abort();
         self.join.await??;
         let stats = self.stats.clone();
         tokio::task::spawn_blocking(move || stats.checkpoint()).await??;

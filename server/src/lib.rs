@@ -7,6 +7,7 @@
 //! per resource) and [`stats`] (the statistics engines); [`clock`], [`private`] and [`disk`] are leaves every
 //! layer may use.
 
+pub mod alerting;
 pub mod app;
 pub mod clock;
 pub mod demo_account;

@@ -67,6 +67,10 @@ pub struct Settings {
     /// On SIGTERM, how long the server keeps serving (not ready, every answer closing its connection) before
     /// it stops accepting, so that load balancers move traffic elsewhere first.
     pub drain: Duration,
+    /// How often alert rules are evaluated (a round a minute; tests shorten it).
+    pub alert_interval: Duration,
+    /// Webhooks may reach addresses of the server's own network (loopback, private ranges).
+    pub alert_webhooks_to_private: bool,
 }
 
 impl Settings {
@@ -100,6 +104,8 @@ impl Settings {
             metrics_token: None,
             min_free_disk_bytes: 64 << 20,
             drain: Duration::ZERO,
+            alert_interval: Duration::from_secs(60),
+            alert_webhooks_to_private: false,
         }
     }
 }

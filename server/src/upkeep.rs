@@ -53,6 +53,12 @@ pub async fn upkeep(state: &AppState, retention: bool) {
             Ok(n) => tracing::info!(tasks = n, "pruned finished tasks past their retention"),
             Err(e) => tracing::warn!(error = %e, "pruning tasks failed"),
         }
+        let before = now.saturating_sub(edge_api::alerts::EVENT_RETENTION_DAYS * DAY_MS);
+        match state.store.prune_alerts(before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(rows = n, "pruned alert events and deliveries past their retention or count"),
+            Err(e) => tracing::warn!(error = %e, "pruning alert events failed"),
+        }
         let before = now.saturating_sub(state.settings.audit_retention_days.saturating_mul(DAY_MS));
         match state.store.prune_audit(before).await {
             Ok(0) => {}

@@ -94,6 +94,10 @@ contract!(
     a_user_holds_a_bounded_number_of_tokens_even_under_parallel_creation
 );
 
+// Alerting's contract, in a file of its own.
+#[path = "store_contract/alerts.rs"]
+mod alerts;
+
 fn audit(customer: i64, operation: &str, target: Target) -> AuditEvent {
     AuditEvent::system(customer, T0, operation, target)
 }

@@ -105,6 +105,13 @@ fn operation_of(scope: &str, n: usize) -> (Method, String, Option<Value>, Status
             StatusCode::CREATED,
         ),
         "audit:read" => get("/acme/v1/audit"),
+        "alerts:read" => get("/acme/v1/alerts/rules"),
+        "alerts:write" => (
+            Method::POST,
+            "/acme/v1/alerts/channels".into(),
+            Some(json!({"name": format!("on call {n}"), "type": "email", "addresses": ["oncall@example.com"]})),
+            StatusCode::CREATED,
+        ),
         other => panic!("no operation for scope {other}: add one"),
     }
 }

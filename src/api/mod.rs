@@ -1,6 +1,7 @@
 //! The typed API client: one async function per operation, edge-api types in and out, one error type.
 //! Pages never build URLs or call fetch themselves.
 
+mod alerts;
 mod ops;
 mod sessions;
 mod stats;
@@ -13,6 +14,7 @@ use edge_api::ErrorBody;
 use gloo_net::http::{RequestBuilder, Response};
 use serde::de::DeserializeOwned;
 
+pub use alerts::*;
 pub use ops::*;
 pub use sessions::*;
 pub use stats::*;

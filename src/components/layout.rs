@@ -39,9 +39,10 @@ impl Unsaved {
 const KEEP_ALIVE_EVERY_MS: f64 = 60_000.0;
 
 /// The navigation: path under `/{customer}/` and label.
-pub const NAV: [(&str, &str); 9] = [
+pub const NAV: [(&str, &str); 10] = [
     ("stats", "Statistics"),
     ("security", "Security"),
+    ("alerts", "Alerts"),
     ("properties", "Properties"),
     ("purge", "Purge"),
     ("lists", "Network lists"),
@@ -319,9 +320,11 @@ fn Shell(customer: String, username: Signal<String>, logout: Action<(), ()>) -> 
                 leaving.set(Some(target.clone()));
             }
         };
+        // The alerts' link says how many rules fire now.
+        let firing = href.ends_with("/alerts").then(|| view! { <crate::components::firing_count::FiringCount /> });
         view! {
             <li on:click=guard>
-                <A href=href>{label}</A>
+                <A href=href>{label} {firing}</A>
             </li>
         }
     };

@@ -13,6 +13,7 @@ pub mod dialog;
 pub mod download;
 pub mod errors;
 pub mod filters;
+pub mod firing_count;
 pub mod index_or_item;
 pub mod layout;
 pub mod pager;

@@ -1,6 +1,7 @@
 //! The pages: one module per route (a folder when it grows), and the dispatcher that picks one by the address.
 
 pub mod account;
+pub mod alerts;
 pub mod audit;
 pub mod lists;
 pub mod login;
@@ -17,6 +18,7 @@ use leptos::prelude::*;
 use leptos_router::{components::A, hooks::use_params_map};
 
 pub use account::Account;
+pub use alerts::Alerts;
 pub use audit::AuditLog;
 pub use lists::NetworkLists;
 pub use me::MyAccount;
@@ -43,6 +45,7 @@ pub fn Page() -> impl IntoView {
         "tasks" => view! { <Tasks /> }.into_any(),
         "account" => view! { <Account /> }.into_any(),
         "audit" => view! { <AuditLog /> }.into_any(),
+        "alerts" => view! { <Alerts /> }.into_any(),
         _ => view! { <NotFound /> }.into_any(),
     }
 }

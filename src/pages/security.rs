@@ -311,11 +311,17 @@ fn TrendCard(
     on_filter: Callback<(String, String)>,
 ) -> impl IntoView {
     let data = read(url);
+    let customer = crate::nav::use_customer();
+    // "Alert on this": a new rule on this chart's query, in the alert rule editor.
+    let alert = move || {
+        url.get().and_then(|u| api::watch_path(&u)).map(|p| api::alert_on_this_url(&customer.get(), &p, "hits", "", ""))
+    };
     view! {
         <div class="card panel" id=id>
             <div class="toolbar">
                 <h2>{title}</h2>
                 <span class="spacer"></span>
+                {move || alert().map(|href| view! { <a class="button secondary small" href=href>"Alert on this"</a> })}
                 <CopyCurl path=move || url.get() />
             </div>
             <AsyncView resource=data let:answer>

@@ -465,8 +465,17 @@ fn test_step(name: &'static str, cmd: &mut Command) -> Step {
 /// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability, faults, openapi_rules) and those that run on both
 /// stores by themselves (store_contract, replicas).
 fn router_suites() -> Result<Vec<String>> {
-    const NOT_AGAIN: [&str; 8] =
-        ["stats", "stats_clickhouse", "ingest", "durability", "store_contract", "replicas", "faults", "openapi_rules"];
+    const NOT_AGAIN: [&str; 9] = [
+        "stats",
+        "stats_clickhouse",
+        "ingest",
+        "durability",
+        "store_contract",
+        "replicas",
+        "faults",
+        "openapi_rules",
+        "alert_replicas",
+    ];
     let mut suites: Vec<String> = std::fs::read_dir(root().join("server/tests"))?
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;

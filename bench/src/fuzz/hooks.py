@@ -105,6 +105,14 @@ def map_case(context, case):
     elif "{token_id}" in path:
         rules.fix_token(case)
         rules.own_token(API, case)
+    elif method in ("POST", "PUT") and (path.endswith("/alerts/rules") or "/alerts/rules/" in path):
+        rules.fix_alert_rule(case)
+    elif method in ("POST", "PUT") and (path.endswith("/alerts/channels") or path.endswith("/channels/{channel_id}")):
+        rules.fix_alert_channel(API, case)
+    elif method == "POST" and path.endswith("/alerts/silences"):
+        rules.fix_silence(case)
+    elif method == "GET" and (path.endswith("/alerts/events") or path.endswith("/alerts/timeline")):
+        rules.fix_alert_times(case)
     elif basic_only(case) and "{user_id}" in path:
         user_id, basic = rules.own_user(API, case)
         if user_id is not None:

@@ -389,3 +389,102 @@ def own_token(api, case):
         made = requests.post(api.base + "/tokens", headers=api.headers, json=body, timeout=30)
     if made.status_code == 201:
         case.path_parameters = dict(case.path_parameters or {}, token_id=made.json()["id"])
+# ---- alerting (domain::alerts::check_rule, routes/alerts) ---------------------------------------------------
+
+LABEL_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+def fix_labels(labels):
+    """Label names as check_labels takes them (LABEL_NAME_PATTERN), values without control characters."""
+    if not isinstance(labels, dict):
+        return {}
+    fixed = {}
+    for i, (name, value) in enumerate(list(labels.items())[:20]):
+        name = name if isinstance(name, str) and LABEL_NAME.match(name) else f"l{i}"
+        value = value if isinstance(value, str) else ""
+        fixed[name] = "".join(c for c in value if c.isprintable())[:200]
+    return fixed
+
+
+def fix_alert_rule(case):
+    """A positive rule watches a path with its own metric and a grouping set (the totals of /stats), over a
+    window its family allows (whole hours for an anomaly), notifies no channel (ids are the customer's), and an
+    audit rule fires at once (for_minutes 0)."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    body["channels"] = []
+    body["labels"] = fix_labels(body.get("labels"))
+    condition = body.get("condition")
+    if not isinstance(condition, dict):
+        return
+    if condition.get("type") == "audit":
+        # Operations the audit log records (exact, a prefix ending in .*, or *): generated text names none.
+        known = ("property.config.*", "cache.purge", "login.lockout", "*", "networklist.*")
+        count = len(condition["operations"]) if isinstance(condition.get("operations"), list) else 1
+        condition["operations"] = [known[i % len(known)] for i in range(max(1, min(20, count)))]
+        body["for_minutes"] = 0
+        return
+    watch = condition.get("watch") if isinstance(condition.get("watch"), dict) else {}
+    window = watch.get("window_minutes") if isinstance(watch.get("window_minutes"), int) else 60
+    window = max(5, min(1440, window - window % 5))
+    if condition.get("type") == "anomaly":
+        window = max(60, window - window % 60)
+    condition["watch"] = {"path": "/stats", "metric": "hits", "window_minutes": window}
+    if isinstance(watch.get("denominator"), dict):
+        condition["watch"]["denominator"] = {"metric": "hits"}
+
+
+def fix_alert_channel(api, case):
+    """A positive channel has the fields of its type (an e-mail channel addresses, a webhook a URL; a changed
+    one keeps its type). Webhooks point at a closed loopback port, which the server refuses to reach."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    channel_id = (case.path_parameters or {}).get("channel_id")
+    if channel_id is not None:
+        existing = api.get(f"/alerts/channels/{channel_id}")
+        if existing:
+            body["type"] = existing["type"]
+    if body.get("type") == "webhook":
+        body["url"] = "http://127.0.0.1:9/fuzz"
+        body["addresses"] = []
+    else:
+        body["type"] = "email"
+        body.pop("url", None)
+        count = len(body["addresses"]) if isinstance(body.get("addresses"), list) else 1
+        body["addresses"] = [f"fuzz{i}@example.com" for i in range(max(1, min(20, count)))]
+
+
+def iso(at):
+    return datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def fix_silence(case):
+    """A positive silence names labels (rule ids are the customer's), ends after it starts and in the future, a
+    repeating one within its period, repeat_until only with repeat."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    body.pop("rule_id", None)
+    body["labels"] = fix_labels(body.get("labels")) or {"team": "fuzz"}
+    now = int(time.time())
+    body["starts"], body["ends"] = iso(now), iso(now + 3600)
+    if body.get("repeat_until") is not None:
+        body["repeat"] = body.get("repeat") if body.get("repeat") in ("daily", "weekly") else "daily"
+        body["repeat_until"] = iso(now + 3 * 86400)
+
+
+def fix_alert_times(case):
+    """Positive times of the event and timeline queries are ISO 8601 with Z, `to` after `from`."""
+    query = case.query if isinstance(case.query, dict) else {}
+    now = int(time.time())
+    if case.operation.path.endswith("/timeline"):
+        query["from"], query["to"] = iso(now - 3600), iso(now)
+    else:
+        for name, at in (("from", now - 3600), ("to", now)):
+            if name in query:
+                query[name] = iso(at)
+        if "state" in query:
+            query["state"] = "firing"
+    case.query = query

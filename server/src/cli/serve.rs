@@ -77,6 +77,13 @@ pub struct ServeArgs {
     /// stopping, so that a load balancer moves traffic away first. SIGINT stops without draining.
     #[arg(long, env = "EDGE_DRAIN_SECS", default_value_t = 3, value_parser = clap::value_parser!(u64).range(0..=600))]
     drain_secs: u64,
+    /// Seconds between rounds of alert evaluation (one replica evaluates each round).
+    #[arg(long, env = "EDGE_ALERT_INTERVAL_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    alert_interval_secs: u64,
+    /// Let alert webhooks reach addresses of the server's own network (loopback, private and link-local
+    /// ranges), which they may not by default.
+    #[arg(long, env = "EDGE_ALERT_WEBHOOKS_TO_PRIVATE")]
+    alert_webhooks_to_private: bool,
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -97,6 +104,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     settings.metrics_token = args.metrics_token.clone().filter(|t| !t.is_empty());
     settings.min_free_disk_bytes = args.min_free_disk_mb << 20;
     settings.drain = Duration::from_secs(args.drain_secs);
+    settings.alert_interval = Duration::from_secs(args.alert_interval_secs);
+    settings.alert_webhooks_to_private = args.alert_webhooks_to_private;
     if !args.static_dir.join("index.html").is_file() {
         tracing::warn!(dir = %args.static_dir.display(), "no index.html in the static dir: build the console with `cargo xtask serve`");
     }

@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod alerts;
 pub mod auth;
 pub mod fleet;
 pub mod hashing;

@@ -71,6 +71,11 @@ impl Target {
         Target { kind: "purge", id: String::new(), name: action.to_string() }
     }
 
+    /// An alert rule, channel or silence (`kind` `alert_rule`, `alert_channel`, `alert_silence`).
+    pub fn alert(kind: &'static str, id: &str, name: &str) -> Target {
+        Target { kind, id: id.to_string(), name: name.to_string() }
+    }
+
     pub fn identity_source(id: &str) -> Target {
         Target { kind: "identity_source", id: id.to_string(), name: id.to_string() }
     }
@@ -269,6 +274,12 @@ const TARGET_EXISTS: &str = "CASE a.target_type
          WHERE t.customer_id = a.customer_id AND CAST(t.number AS TEXT) = a.target_id)
     WHEN 'identity_source' THEN EXISTS
         (SELECT 1 FROM identity_sources t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'alert_rule' THEN EXISTS
+        (SELECT 1 FROM alert_rules t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'alert_channel' THEN EXISTS
+        (SELECT 1 FROM alert_channels t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
+    WHEN 'alert_silence' THEN EXISTS
+        (SELECT 1 FROM alert_silences t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     WHEN 'account' THEN TRUE
     WHEN 'token' THEN EXISTS (SELECT 1 FROM api_tokens t WHERE t.customer_id = a.customer_id AND t.id = a.target_id)
     ELSE FALSE END";

@@ -11,6 +11,7 @@
 //! SQLite file (the default) or on PostgreSQL shared by several replicas of the server; [`open`] picks it from
 //! the flags, in one place.
 
+mod alerts;
 mod audit;
 mod customers;
 pub mod db;
@@ -29,6 +30,10 @@ use std::{path::PathBuf, time::Duration};
 
 use async_trait::async_trait;
 
+pub use alerts::{
+    Alerts, AttemptOutcome, ChannelRecord, ClaimedDelivery, DeliveryRecord, Evaluation, EventFilter, EventRecord,
+    RuleCounts, RuleRecord, SilenceRecord,
+};
 pub use audit::{Actor, AuditEntry, AuditEvent, AuditFilter, AuditLog, Target};
 pub use customers::{AccountChange, Customer, Customers, NewCustomer};
 pub use logins::Logins;
@@ -189,6 +194,7 @@ pub trait Store:
     + Tasks
     + AuditLog
     + Tokens
+    + Alerts
     + Send
     + Sync
     + 'static
@@ -206,6 +212,7 @@ impl<T> Store for T where
         + Tasks
         + AuditLog
         + Tokens
+        + Alerts
         + Send
         + Sync
         + 'static

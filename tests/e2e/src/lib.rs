@@ -256,9 +256,15 @@ async fn connect(port: u16) -> Result<Client> {
 impl Harness {
     /// Starts a server with the demo customer (users admin, operator, viewer with [`PASSWORD`]) and a browser.
     pub async fn start() -> Result<Harness> {
+        Self::start_with(|_| {}).await
+    }
+
+    /// [`Harness::start`] with the server's settings changed by `configure` first (an SMTP server, alerting).
+    pub async fn start_with(configure: impl FnOnce(&mut Settings)) -> Result<Harness> {
         let dir = tempfile::tempdir()?;
         let clock = ShiftedClock::default();
-        let settings = Settings::new(dir.path().join("data"), dist_dir()?);
+        let mut settings = Settings::new(dir.path().join("data"), dist_dir()?);
+        configure(&mut settings);
         let state = AppState::open_with_clock(settings, Arc::new(clock.clone())).await?;
         demo::seed_if_empty_with(&state, PASSWORD, demo::Volume::SMALL).await?;
         let listen: SocketAddr = "127.0.0.1:0".parse()?;

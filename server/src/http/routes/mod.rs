@@ -2,6 +2,7 @@
 //! registration, so the document cannot drift from the routes.
 
 mod account;
+mod alerts;
 mod audit;
 mod networklists;
 mod otp;
@@ -54,6 +55,7 @@ use crate::state::AppState;
         (name = "purge", description = "Cache purge and its transactions (with their own code/description bodies)"),
         (name = "audit", description = "The audit log: every change, failed login and lockout"),
         (name = "tokens", description = "API tokens for automation: scoped, optionally expiring and limited to client ranges"),
+        (name = "alerts", description = "Alert rules, channels, silences, their events and the incident timeline"),
     )
 )]
 struct ApiDoc;
@@ -105,7 +107,8 @@ pub fn api() -> OpenApiRouter<AppState> {
         .merge(purge::router())
         .merge(properties::router())
         .merge(stats::router())
-        .merge(tokens::router());
+        .merge(tokens::router())
+        .merge(alerts::router());
     OpenApiRouter::with_openapi(ApiDoc::openapi()).nest(&format!("/{{customer}}/{}", edge_api::paths::VERSION), v1)
 }
 
