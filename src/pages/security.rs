@@ -215,7 +215,7 @@ pub fn Security() -> impl IntoView {
                     {match answer {
                         None => ().into_any(),
                         Some(r) if r.rows.is_empty() => view! { <div class="empty">"No events match."</div> }.into_any(),
-                        Some(r) => view! { <EventTable r page=page.get_untracked() add_filter adding writable=writable() on_page=Callback::new(move |n: u64| q.set(&[("page", n.saturating_sub(1).to_string())])) /> }.into_any(),
+                        Some(r) => view! { <EventTable r page=page.get_untracked() add_filter adding writable=Signal::derive(writable) on_page=Callback::new(move |n: u64| q.set(&[("page", n.saturating_sub(1).to_string())])) /> }.into_any(),
                     }}
                 </AsyncView>
             </div>
@@ -235,7 +235,9 @@ fn EventTable(
     page: u64,
     add_filter: Callback<(String, String)>,
     adding: RwSignal<Option<Vec<(&'static str, String)>>>,
-    writable: bool,
+    /// Whether the user may add to lists: followed per row, so the table is not drawn again when the user's
+    /// record arrives after the events.
+    writable: Signal<bool>,
     on_page: Callback<u64>,
 ) -> impl IntoView {
     let columns: Vec<(&'static str, Column)> = EVENT_COLUMNS.iter().map(|c| (*c, Column::of(&r, c))).collect();
@@ -273,15 +275,18 @@ fn EventTable(
                 .into_iter()
                 .filter(|(_, v)| !v.is_empty())
                 .collect();
-            let action = (writable && !choices.is_empty()).then(|| {
-                view! {
-                    <td class="actions">
-                        <button type="button" class="link add-to-list" on:click=move |_| adding.set(Some(choices.clone()))>
-                            "Add to list…"
-                        </button>
-                    </td>
-                }
-            });
+            let action = move || {
+                let choices = choices.clone();
+                (writable.get() && !choices.is_empty()).then(|| {
+                    view! {
+                        <td class="actions">
+                            <button type="button" class="link add-to-list" on:click=move |_| adding.set(Some(choices.clone()))>
+                                "Add to list…"
+                            </button>
+                        </td>
+                    }
+                })
+            };
             view! { <tr data-ip=ip.text(row)>{cells}{action}</tr> }
         })
         .collect_view();
@@ -291,7 +296,7 @@ fn EventTable(
                 <thead>
                     <tr>
                         {head}
-                        {writable.then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
+                        {move || writable.get().then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>
