@@ -13,6 +13,7 @@ pub mod download;
 pub mod errors;
 pub mod filters;
 pub mod index_or_item;
+pub mod labels;
 pub mod layout;
 pub mod pager;
 pub mod progress;

@@ -16,6 +16,7 @@ use crate::{
         chart::{BarList, TimeChart, grouped},
         curl::CopyCurl,
         filters::{FilterBuilder, with_condition},
+        labels::{category_name, dimension_name, is_identifier},
         pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
         time::datetime,
@@ -178,7 +179,7 @@ pub fn Security() -> impl IntoView {
                         <h2>"Top WAF"</h2>
                         <span class="spacer"></span>
                         <select aria-label="WAF category" prop:value=move || waf_category.get() on:change=move |e| q.set(&[("waf", event_target_value(&e))])>
-                            {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
+                            {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{category_name(c)}</option> }).collect_view()}
                         </select>
                         <CopyCurl path=move || waf_top_url.get() />
                     </div>
@@ -191,7 +192,7 @@ pub fn Security() -> impl IntoView {
                         <h2>"Top traffic shaping"</h2>
                         <span class="spacer"></span>
                         <select aria-label="Traffic-shaping category" prop:value=move || ts_category.get() on:change=move |e| q.set(&[("ts", event_target_value(&e))])>
-                            {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
+                            {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{category_name(c)}</option> }).collect_view()}
                         </select>
                         <CopyCurl path=move || ts_top_url.get() />
                     </div>
@@ -244,7 +245,7 @@ fn EventTable(
     let head = columns
         .iter()
         .map(|(name, _)| {
-            let title = if *name == "event_timestamp_ms" { "time".to_string() } else { name.replace('_', " ") };
+            let title = dimension_name(name);
             view! { <th scope="col">{title}</th> }
         })
         .collect_view();
@@ -261,9 +262,11 @@ fn EventTable(
                         return view! { <td title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
                     }
                     let (dim, v) = (name.to_string(), value.clone());
+                    let id = is_identifier(name);
+                    let title = format!("{value} — show only events with this value");
                     view! {
-                        <td class="wrap">
-                            <button type="button" class="link cell-filter" title="Show only events with this value" on:click=move |_| add_filter.run((dim.clone(), v.clone()))>
+                        <td class:ident=id class:wrap=!id>
+                            <button type="button" class="link cell-filter" title=title on:click=move |_| add_filter.run((dim.clone(), v.clone()))>
                                 {value}
                             </button>
                         </td>
@@ -407,7 +410,8 @@ fn TopBars(
                 Some(r) => {
                     view! {
                         <BarList
-                            label=format!("Top {} by hits", category.get_untracked())
+                            label=format!("Top {} by requests", category_name(&category.get_untracked()).to_lowercase())
+                            dim=dim.get_untracked()
                             bars=bars(&r, 10)
                             id
                             on_pick=Callback::new(move |v: String| picked.set(Some(v)))
@@ -430,7 +434,7 @@ fn TopBars(
                         <div
                             class="picked"
                             role="group"
-                            aria-label=format!("{d} {value}")
+                            aria-label=format!("{} {value}", dimension_name(d))
                             node_ref=panel
                             tabindex="-1"
                             on:keydown=move |e: leptos::ev::KeyboardEvent| {
@@ -441,7 +445,7 @@ fn TopBars(
                         >
                             <span>
                                 <code>{value.clone()}</code>
-                                {format!(" ({})", d.replace('_', " "))}
+                                {format!(" ({})", dimension_name(d))}
                             </span>
                             <button type="button" class="show-events" on:click=move |_| show_events.run((d.to_string(), a.clone()))>
                                 "Show events"
