@@ -10,7 +10,8 @@ use serde_json::Value;
 
 /// Sums of `hits` in an answer, over the rows `keep` picks by the value of `dim`.
 fn hits(answer: &Value, dim: &str, keep: impl Fn(&str) -> bool) -> f64 {
-    let columns: Vec<&str> = answer["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect();
+    let columns: Vec<&str> =
+        answer["columns"].as_array().into_iter().flatten().filter_map(|c| c["name"].as_str()).collect();
     let (d, h) = (columns.iter().position(|c| *c == dim), columns.iter().position(|c| *c == "hits"));
     let (Some(d), Some(h)) = (d, h) else { return 0.0 };
     answer["rows"]
@@ -25,7 +26,9 @@ fn hits(answer: &Value, dim: &str, keep: impl Fn(&str) -> bool) -> f64 {
 /// (hit ratio, 5xx rate) over [start, end) from the API, asked by cache status and by status code.
 async fn from_api(h: &Harness, start: &str, end: &str, g: &str) -> Result<(f64, f64)> {
     let q = |dims: &str| {
-        format!("/demo/v1/stats/data?starttime={start}&endtime={end}&granularity={g}&dimensions={dims}&metrics=hits&limit=2500")
+        format!(
+            "/demo/v1/stats/data?starttime={start}&endtime={end}&granularity={g}&dimensions={dims}&metrics=hits&limit=2500"
+        )
     };
     let (s1, cache) = h.api("admin", "GET", &q("cache_status"), None).await?;
     let (s2, codes) = h.api("admin", "GET", &q("http_status_code"), None).await?;
@@ -105,12 +108,16 @@ async fn no_view_shows_a_raw_code_path_or_unit() -> Result<()> {
     h.login_as("admin", PASSWORD).await?;
     let mut found = Vec::new();
     let extra = [
-        ("/demo/stats?range=24h&dims=cache_status&metrics=hits,last_mile_bandwidth_bytes,time_to_first_byte_ms", "#time-chart svg"),
+        (
+            "/demo/stats?range=24h&dims=cache_status&metrics=hits,last_mile_bandwidth_bytes,time_to_first_byte_ms",
+            "#time-chart svg",
+        ),
         ("/demo/stats?range=24h&dims=scheme&metrics=hits", "#time-chart svg"),
     ];
     for (path, ready) in VIEWS.into_iter().chain(extra) {
         h.open(path, ready).await?;
-        let text: String = h.client.execute("return document.body.innerText", vec![]).await?.as_str().unwrap_or("").to_string();
+        let text: String =
+            h.client.execute("return document.body.innerText", vec![]).await?.as_str().unwrap_or("").to_string();
         for w in raw_words(&text) {
             found.push(format!("{path}: {w}"));
         }
