@@ -18,7 +18,7 @@ fn hits(answer: &Value, dim: &str, keep: impl Fn(&str) -> bool) -> f64 {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|r| keep(&r[d].to_string().trim_matches('"').to_string()))
+        .filter(|r| keep(r[d].to_string().trim_matches('"')))
         .map(|r| r[h].as_f64().unwrap_or(0.0))
         .sum()
 }
