@@ -189,6 +189,9 @@ pub fn is_identifier(dim: &str) -> bool {
             | "request_path"
             | "request_url"
             | "client_asn"
+            | "event_action"
+            | "waf_action"
+            | "event_type"
             | "id"
     )
 }

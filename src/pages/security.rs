@@ -259,7 +259,7 @@ fn EventTable(
                 .map(|(name, c)| {
                     let value = c.text(row);
                     if *name == "event_timestamp_ms" {
-                        return view! { <td title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
+                        return view! { <td class="nowrap" title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
                     }
                     let (dim, v) = (name.to_string(), value.clone());
                     let id = is_identifier(name);
