@@ -25,11 +25,20 @@ pub fn may_write(user: &User) -> bool {
 
 /// The login state, provided near the root of the app: the session, and the logged-in user once read.
 #[derive(Clone, Copy)]
-pub struct Auth(RwSignal<Option<LoggedIn>>, RwSignal<Option<User>>);
+pub struct Auth(RwSignal<Option<LoggedIn>>, RwSignal<Option<User>>, Memo<(bool, bool)>);
 
 impl Auth {
     pub fn provide() -> Auth {
-        let auth = Auth(RwSignal::new(None), RwSignal::new(None));
+        let me = RwSignal::new(None::<User>);
+        // (may write, is an administrator): what views decide by, changed only when the role does — the user's
+        // record arriving (or read again) does not rebuild what depends on the role alone (issue 25: on a cold
+        // load the record arrives while the views are being drawn, and rebuilt the security events' table).
+        let role = Memo::new(move |_| {
+            me.with(|u| {
+                (u.as_ref().is_some_and(may_write), u.as_ref().is_some_and(|u| role_of(u) == Some(Role::Admin)))
+            })
+        });
+        let auth = Auth(RwSignal::new(None), me, role);
         provide_context(auth);
         auth
     }
@@ -50,12 +59,12 @@ impl Auth {
 
     /// True when the logged-in user is an administrator.
     pub fn is_admin(&self) -> bool {
-        self.1.with(|u| u.as_ref().is_some_and(|u| role_of(u) == Some(Role::Admin)))
+        self.2.get().1
     }
 
     /// True when the logged-in user may change things (operator or administrator), tracked.
     pub fn can_write(&self) -> bool {
-        self.1.with(|u| u.as_ref().is_some_and(may_write))
+        self.2.get().0
     }
 
     pub fn get() -> Auth {

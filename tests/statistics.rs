@@ -31,6 +31,7 @@ fn the_view_round_trips_through_the_address() {
         page: 2,
         compare: true,
         stacked: true,
+        classes: true,
     };
     let p = params(&view.to_query());
     let back = View::from_params(|k| p.iter().find(|(x, _)| x == k).map(|(_, v)| v.clone()));

@@ -8,7 +8,11 @@ use serde_json::Value;
 
 use crate::{
     api::{Column, value_text},
-    components::{chart::Series, download::csv},
+    components::{
+        chart::Series,
+        download::csv,
+        labels::{status_class, value_meaning},
+    },
 };
 
 /// Series shown by name in a chart; the rest are added up as "other".
@@ -214,10 +218,43 @@ pub fn top_values(r: &StatsResponse, metric: &str, n: usize) -> Vec<(String, f64
 }
 
 /// CSV of an answer: a header of column names, then the rows ("other" for the dimensions of the rows of
-/// "other").
+/// "other"). An enumerated dimension keeps its codes and gets a column of their meanings beside it
+/// (`cache_status`, `cache_status_label`: `1`, `hit`); an HTTP status code gets its class
+/// (`http_status_code_class`: `5xx`).
 pub fn to_csv(r: &StatsResponse) -> String {
     let cell = |v: &Value| if v.is_null() { "other".to_string() } else { value_text(v) };
-    csv(r.columns.iter().map(|c| c.name.clone()), r.rows.iter().map(|row| row.iter().map(cell).collect()))
+    // (column index, name of the added column, meaning of a value)
+    type Meaning = fn(&str, &str) -> Option<String>;
+    let meaning: Meaning = |dim, v| value_meaning(dim, v).map(String::from);
+    let class: Meaning = |_, v| status_class(v).map(String::from);
+    let added: Vec<(usize, String, Meaning)> = r
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| match c.name.as_str() {
+            "cache_status" | "gna_cache_status" | "scheme" => Some((i, format!("{}_label", c.name), meaning)),
+            "http_status_code" => Some((i, format!("{}_class", c.name), class)),
+            _ => None,
+        })
+        .collect();
+    let header = r.columns.iter().enumerate().flat_map(|(i, c)| {
+        std::iter::once(c.name.clone()).chain(added.iter().filter(move |(j, _, _)| *j == i).map(|(_, n, _)| n.clone()))
+    });
+    let rows = r.rows.iter().map(|row| {
+        row.iter()
+            .enumerate()
+            .flat_map(|(i, v)| {
+                let text = cell(v);
+                let extra = added
+                    .iter()
+                    .filter(|(j, _, _)| *j == i)
+                    .map(|(_, _, f)| f(&r.columns[i].name, &text).unwrap_or_default())
+                    .collect::<Vec<_>>();
+                std::iter::once(text).chain(extra)
+            })
+            .collect()
+    });
+    csv(header.collect::<Vec<_>>(), rows)
 }
 
 /// The values of the first dimension ranked by `metric` over all rows (largest first), at most `n`.
@@ -285,4 +322,37 @@ pub fn bars(r: &StatsResponse, n: usize) -> Vec<(String, f64)> {
     let metric = r.query.metrics.as_ref().and_then(|m| m.first().cloned());
     let metric = metric.or_else(|| r.columns.last().map(|c| c.name.clone())).unwrap_or_default();
     top_values(r, &metric, n)
+}
+
+/// The answer with its HTTP status codes grouped into their classes (`404` → `4xx`): rows that then share
+/// their time and dimension values are added up, metric by metric. An answer without the column is returned
+/// as it is.
+pub fn by_status_class(r: &StatsResponse) -> StatsResponse {
+    let Some(code) = r.columns.iter().position(|c| c.name == "http_status_code") else { return r.clone() };
+    let metrics = r.query.metrics.clone().unwrap_or_default();
+    let is_metric: Vec<bool> = r.columns.iter().map(|c| metrics.contains(&c.name)).collect();
+    let mut out = StatsResponse { rows: Vec::new(), ..r.clone() };
+    let mut index: BTreeMap<Vec<String>, usize> = BTreeMap::new();
+    for row in &r.rows {
+        let mut row = row.clone();
+        if let Some(class) = row.get(code).and_then(|v| crate::components::labels::status_class(&value_text(v))) {
+            row[code] = Value::from(class);
+        }
+        let key: Vec<String> = row.iter().zip(&is_metric).filter(|(_, m)| !**m).map(|(v, _)| v.to_string()).collect();
+        match index.get(&key) {
+            Some(i) => {
+                for (j, v) in row.iter().enumerate().filter(|(j, _)| is_metric[*j]) {
+                    let sum = out.rows[*i][j].as_f64().unwrap_or(0.0) + v.as_f64().unwrap_or(0.0);
+                    out.rows[*i][j] = Value::from(sum.round() as i64);
+                }
+            }
+            None => {
+                index.insert(key, out.rows.len());
+                out.rows.push(row);
+            }
+        }
+    }
+    // A cut answer stays marked as cut.
+    out.total_results = out.rows.len() as u64 + u64::from(r.total_results > r.rows.len() as u64);
+    out
 }

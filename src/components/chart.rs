@@ -6,7 +6,10 @@ use std::fmt::Write;
 
 use leptos::{ev, html, prelude::*};
 
-use crate::components::time::{axis_label, datetime_ms, offset_ms, utc_ms, zone_name};
+use crate::components::{
+    labels::value_label,
+    time::{axis_label, datetime_ms, offset_ms, utc_ms, zone_name},
+};
 
 /// Colours of series, in order; the last one, grey, is for "other".
 pub const PALETTE: [&str; 8] = ["#1f6feb", "#e67e22", "#2e9d57", "#c62828", "#8e44ad", "#0096aa", "#b7950b", "#7f8c8d"];
@@ -47,27 +50,17 @@ impl Unit {
     pub fn short(self, v: f64) -> String {
         match self {
             Unit::Count => short_number(v),
-            Unit::Bytes => {
-                let units = ["B", "kB", "MB", "GB", "TB", "PB"];
-                let mut i = 0;
-                let mut x = v.abs();
-                while x >= 1000.0 && i < units.len() - 1 {
-                    x /= 1000.0;
-                    i += 1;
-                }
-                let x = if v < 0.0 { -x } else { x };
-                if i == 0 { format!("{} B", v.round() as i64) } else { format!("{} {}", one_decimal(x), units[i]) }
-            }
+            Unit::Bytes => crate::components::labels::bytes(v),
             Unit::Ms if v.abs() >= 1000.0 => format!("{} s", one_decimal(v / 1000.0)),
             Unit::Ms => format!("{} ms", one_decimal(v)),
         }
     }
 
-    /// Exact, for tooltips and tables: `12,345`, `1,234,567 B`, `153.2 ms`.
+    /// Exact, for hover texts: `12,345`, `1,234,567 bytes`, `153.2 ms`.
     pub fn exact(self, v: f64) -> String {
         match self {
             Unit::Count => grouped(v.round() as i64),
-            Unit::Bytes => format!("{} B", grouped(v.round() as i64)),
+            Unit::Bytes => format!("{} bytes", grouped(v.round() as i64)),
             Unit::Ms => format!("{} ms", one_decimal(v)),
         }
     }
@@ -76,7 +69,7 @@ impl Unit {
     pub fn title(self) -> &'static str {
         match self {
             Unit::Count => "",
-            Unit::Bytes => " (bytes)",
+            Unit::Bytes => "",
             Unit::Ms => " (ms, average)",
         }
     }
@@ -108,9 +101,13 @@ fn one_decimal(v: f64) -> String {
     }
 }
 
-/// A point's exact value, or that there is none (an average of no requests).
+/// A point's value as read (bytes in KB/MB/GB), or that there is none (an average of no requests).
 fn exact_or_none(unit: Unit, v: f64) -> String {
-    if v.is_nan() { "no requests".to_string() } else { unit.exact(v) }
+    match unit {
+        _ if v.is_nan() => "no requests".to_string(),
+        Unit::Bytes => unit.short(v),
+        _ => unit.exact(v),
+    }
 }
 
 /// A number as the API wrote it, for machines: an integer as such, else with one decimal.
@@ -376,7 +373,15 @@ pub fn TimeChart(
     /// The start of the bucket still filling, if the range reaches it (see `time_chart_svg`).
     #[prop(default = None)]
     partial: Option<i64>,
+    /// The dimension the series are values of: their names are shown in words ("hit (1)", "HTTPS").
+    #[prop(optional, into)]
+    dim: Option<String>,
 ) -> impl IntoView {
+    let dim = StoredValue::new(dim.unwrap_or_default());
+    let name_of = move |s: &Series| match s.name.as_str() {
+        "other" | "total" => s.name.clone(),
+        n => dim.with_value(|d| value_label(d, n)),
+    };
     Effect::new(|_| crate::mark("edge:first-chart"));
     let node = NodeRef::<html::Div>::new();
     let width = follow_width(node);
@@ -437,12 +442,12 @@ pub fn TimeChart(
                 .filter(|(i, _)| !h.get(*i).copied().unwrap_or(false))
                 .map(|(i, s)| {
                     let v = s.points.iter().find(|(x, _)| *x == t).map(|(_, v)| *v).unwrap_or(0.0);
-                    let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
+                    let name = name_of(s);
                     view! {
                         <li data-series=s.name.clone() data-value=if v.is_nan() { String::new() } else { plain(v) }>
                             <span class="swatch" style:background=colour(i, &s.name)></span>
                             <span class="name">{name}</span>
-                            <span class="value">{exact_or_none(unit, v)}</span>
+                            <span class="value" title=if v.is_nan() { String::new() } else { unit.exact(v) }>{exact_or_none(unit, v)}</span>
                         </li>
                     }
                 })
@@ -469,7 +474,7 @@ pub fn TimeChart(
         all.iter()
             .enumerate()
             .map(|(i, s)| {
-                let name = if s.name.is_empty() { "(none)".to_string() } else { s.name.clone() };
+                let name = name_of(s);
                 let toggle = move |_| {
                     hidden.update(|h| {
                         if let Some(x) = h.get_mut(i) {
@@ -511,7 +516,7 @@ pub fn TimeChart(
     });
     let table = move || {
         let head = series.with_value(|all| {
-            all.iter().map(|s| view! { <th class="num" scope="col">{s.name.clone()}</th> }).collect_view()
+            all.iter().map(|s| view! { <th class="num" scope="col">{name_of(s)}</th> }).collect_view()
         });
         let rows = times.with_value(|ts| {
             ts.iter()
@@ -584,12 +589,16 @@ pub fn BarList(
     /// What picking does, for the buttons' names, e.g. "Filter to".
     #[prop(default = "Choose")]
     pick_label: &'static str,
+    /// The dimension the bars are values of (see [`TimeChart`]'s).
+    #[prop(optional, into)]
+    dim: Option<String>,
 ) -> impl IntoView {
+    let dim = dim.unwrap_or_default();
     let max = bars.iter().map(|(_, v)| *v).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
     let rows = bars
         .into_iter()
         .map(|(name, v)| {
-            let shown = if name.is_empty() { "(none)".to_string() } else { name.clone() };
+            let shown = value_label(&dim, &name);
             let percent = (v / max * 100.0).clamp(0.5, 100.0);
             let text = match on_pick {
                 Some(pick) => {

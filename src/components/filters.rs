@@ -4,6 +4,8 @@
 use edge_api::stats::{Filter, parse_filters};
 use leptos::{ev, prelude::*};
 
+use crate::components::labels::{dimension_name, value_label};
+
 /// A value written for a filter expression: `\`, `,` and `;` escaped.
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace(',', "\\,").replace(';', "\\;")
@@ -69,11 +71,11 @@ pub fn FilterBuilder(
                         let all = rows.clone();
                         view! {
                             <span class="filter-chip">
-                                {format!("{d} {} {v}", if *eq { "is" } else { "is not" })}
+                                {format!("{} {} {}", dimension_name(d), if *eq { "is" } else { "is not" }, value_label(d, v))}
                                 <button
                                     type="button"
                                     class="icon"
-                                    aria-label=format!("Remove filter {d}")
+                                    aria-label=format!("Remove filter {}", dimension_name(d))
                                     on:click=move |_| {
                                         let mut all = all.clone();
                                         all.remove(i);
@@ -106,7 +108,7 @@ pub fn FilterBuilder(
             }}
             <form class="filter-add" on:submit=add>
                 <select aria-label="Filter dimension" on:change=move |e| new_dim.set(event_target_value(&e)) prop:value=move || new_dim.get()>
-                    {dims.iter().map(|d| view! { <option value=*d>{*d}</option> }).collect_view()}
+                    {dims.iter().map(|d| view! { <option value=*d>{dimension_name(d)}</option> }).collect_view()}
                 </select>
                 <select aria-label="Filter operator" on:change=move |e| new_op.set(event_target_value(&e) == "eq")>
                     <option value="eq">"is"</option>

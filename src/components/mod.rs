@@ -15,6 +15,7 @@ pub mod errors;
 pub mod filters;
 pub mod firing_count;
 pub mod index_or_item;
+pub mod labels;
 pub mod layout;
 pub mod pager;
 pub mod progress;

@@ -366,7 +366,7 @@ fn record_row(customer: &str, r: AuditRecord, set: Callback<Vec<(&'static str, S
     let target_name = if r.target.name.is_empty() { r.target.id.clone() } else { r.target.name.clone() };
     view! {
         <tr data-operation=r.operation.clone() data-target-exists=exists>
-            <td>
+            <td class="nowrap">
                 <Time iso=r.time.clone() />
             </td>
             <td>

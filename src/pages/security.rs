@@ -16,6 +16,7 @@ use crate::{
         chart::{BarList, TimeChart, grouped},
         curl::CopyCurl,
         filters::{FilterBuilder, with_condition},
+        labels::{category_name, dimension_name, is_identifier},
         pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
         time::datetime,
@@ -178,7 +179,7 @@ pub fn Security() -> impl IntoView {
                         <h2>"Top WAF"</h2>
                         <span class="spacer"></span>
                         <select aria-label="WAF category" prop:value=move || waf_category.get() on:change=move |e| q.set(&[("waf", event_target_value(&e))])>
-                            {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
+                            {WAF_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{category_name(c)}</option> }).collect_view()}
                         </select>
                         <CopyCurl path=move || waf_top_url.get() />
                     </div>
@@ -191,7 +192,7 @@ pub fn Security() -> impl IntoView {
                         <h2>"Top traffic shaping"</h2>
                         <span class="spacer"></span>
                         <select aria-label="Traffic-shaping category" prop:value=move || ts_category.get() on:change=move |e| q.set(&[("ts", event_target_value(&e))])>
-                            {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{*c}</option> }).collect_view()}
+                            {SHAPING_CATEGORIES.iter().map(|(c, _)| view! { <option value=*c>{category_name(c)}</option> }).collect_view()}
                         </select>
                         <CopyCurl path=move || ts_top_url.get() />
                     </div>
@@ -215,7 +216,7 @@ pub fn Security() -> impl IntoView {
                     {match answer {
                         None => ().into_any(),
                         Some(r) if r.rows.is_empty() => view! { <div class="empty">"No events match."</div> }.into_any(),
-                        Some(r) => view! { <EventTable r page=page.get_untracked() add_filter adding writable=writable() on_page=Callback::new(move |n: u64| q.set(&[("page", n.saturating_sub(1).to_string())])) /> }.into_any(),
+                        Some(r) => view! { <EventTable r page=page.get_untracked() add_filter adding writable=Signal::derive(writable) on_page=Callback::new(move |n: u64| q.set(&[("page", n.saturating_sub(1).to_string())])) /> }.into_any(),
                     }}
                 </AsyncView>
             </div>
@@ -235,14 +236,16 @@ fn EventTable(
     page: u64,
     add_filter: Callback<(String, String)>,
     adding: RwSignal<Option<Vec<(&'static str, String)>>>,
-    writable: bool,
+    /// Whether the user may add to lists: followed per row, so the table is not drawn again when the user's
+    /// record arrives after the events.
+    writable: Signal<bool>,
     on_page: Callback<u64>,
 ) -> impl IntoView {
     let columns: Vec<(&'static str, Column)> = EVENT_COLUMNS.iter().map(|c| (*c, Column::of(&r, c))).collect();
     let head = columns
         .iter()
         .map(|(name, _)| {
-            let title = if *name == "event_timestamp_ms" { "time".to_string() } else { name.replace('_', " ") };
+            let title = dimension_name(name);
             view! { <th scope="col">{title}</th> }
         })
         .collect_view();
@@ -256,12 +259,14 @@ fn EventTable(
                 .map(|(name, c)| {
                     let value = c.text(row);
                     if *name == "event_timestamp_ms" {
-                        return view! { <td title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
+                        return view! { <td class="nowrap" title=format!("{value} UTC")>{datetime(&value)}</td> }.into_any();
                     }
                     let (dim, v) = (name.to_string(), value.clone());
+                    let id = is_identifier(name);
+                    let title = format!("{value} — show only events with this value");
                     view! {
-                        <td class="wrap">
-                            <button type="button" class="link cell-filter" title="Show only events with this value" on:click=move |_| add_filter.run((dim.clone(), v.clone()))>
+                        <td class:ident=id class:wrap=!id>
+                            <button type="button" class="link cell-filter" title=title on:click=move |_| add_filter.run((dim.clone(), v.clone()))>
                                 {value}
                             </button>
                         </td>
@@ -273,15 +278,18 @@ fn EventTable(
                 .into_iter()
                 .filter(|(_, v)| !v.is_empty())
                 .collect();
-            let action = (writable && !choices.is_empty()).then(|| {
-                view! {
-                    <td class="actions">
-                        <button type="button" class="link add-to-list" on:click=move |_| adding.set(Some(choices.clone()))>
-                            "Add to list…"
-                        </button>
-                    </td>
-                }
-            });
+            let action = move || {
+                let choices = choices.clone();
+                (writable.get() && !choices.is_empty()).then(|| {
+                    view! {
+                        <td class="actions">
+                            <button type="button" class="link add-to-list" on:click=move |_| adding.set(Some(choices.clone()))>
+                                "Add to list…"
+                            </button>
+                        </td>
+                    }
+                })
+            };
             view! { <tr data-ip=ip.text(row)>{cells}{action}</tr> }
         })
         .collect_view();
@@ -291,7 +299,7 @@ fn EventTable(
                 <thead>
                     <tr>
                         {head}
-                        {writable.then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
+                        {move || writable.get().then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>
@@ -408,7 +416,8 @@ fn TopBars(
                 Some(r) => {
                     view! {
                         <BarList
-                            label=format!("Top {} by hits", category.get_untracked())
+                            label=format!("Top {} by requests", category_name(&category.get_untracked()).to_lowercase())
+                            dim=dim.get_untracked()
                             bars=bars(&r, 10)
                             id
                             on_pick=Callback::new(move |v: String| picked.set(Some(v)))
@@ -431,7 +440,7 @@ fn TopBars(
                         <div
                             class="picked"
                             role="group"
-                            aria-label=format!("{d} {value}")
+                            aria-label=format!("{} {value}", dimension_name(d))
                             node_ref=panel
                             tabindex="-1"
                             on:keydown=move |e: leptos::ev::KeyboardEvent| {
@@ -442,7 +451,7 @@ fn TopBars(
                         >
                             <span>
                                 <code>{value.clone()}</code>
-                                {format!(" ({})", d.replace('_', " "))}
+                                {format!(" ({})", dimension_name(d))}
                             </span>
                             <button type="button" class="show-events" on:click=move |_| show_events.run((d.to_string(), a.clone()))>
                                 "Show events"

@@ -7,6 +7,7 @@ use super::view::metric_label;
 use crate::components::{
     answers::{is_latency, series_over, top_values},
     chart::{BarList, TimeChart, Unit},
+    labels::dimension_name,
     range::{Range, now_ms},
 };
 
@@ -57,7 +58,7 @@ pub(super) fn Charts(
             let m = metric.get();
             let unit = Unit::of_metric(&m);
             let label = match &split {
-                Some(d) => format!("{} over time by {d}", metric_label(&m)),
+                Some(d) => format!("{} over time by {}", metric_label(&m), dimension_name(d).to_lowercase()),
                 None => format!("{} over time", metric_label(&m)),
             };
             let y_title = if is_latency(&m) {
@@ -70,8 +71,9 @@ pub(super) fn Charts(
             // Averages do not stack.
             let stacked = stacked.get() && !is_latency(&m);
             let on_filter = split.clone().map(|d| Callback::new(move |v: String| add_filter.run((d.clone(), v))));
+            let dim = split.clone().unwrap_or_default();
             match on_filter {
-                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial /> }.into_any(),
+                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial dim /> }.into_any(),
                 None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" partial=partial /> }.into_any(),
             }
         }
@@ -100,7 +102,8 @@ pub(super) fn Charts(
                         let dim = d.clone();
                         view! {
                             <BarList
-                                label=format!("Top {d} by {}", metric_label(&m))
+                                label=format!("Top {} by {}", dimension_name(&d).to_lowercase(), metric_label(&m).to_lowercase())
+                                dim=d.clone()
                                 bars
                                 unit=Unit::of_metric(&m)
                                 id="top-chart"

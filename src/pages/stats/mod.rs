@@ -5,18 +5,21 @@
 
 mod charts;
 mod load;
+mod overview;
 mod state;
 mod table;
 mod top_urls;
 mod view;
 
-use edge_api::stats::{DELIVERY_DIMENSIONS, DELIVERY_METRICS, Granularity};
+use edge_api::stats::{DELIVERY_DIMENSIONS, DELIVERY_METRICS, Granularity, StatsResponse};
 use leptos::prelude::*;
 
-pub use self::view::{View, grouping_state, metric_label};
+pub use self::overview::{Figure, Kind, figures, queries, spark_granularity};
+pub use self::view::{View, disabled_reason, granularity_name, grouping_state, metric_label};
 use self::{
     charts::Charts,
     load::Reads,
+    overview::Overview,
     state::ViewState,
     table::{DataTable, Kpis},
     top_urls::TopUrls,
@@ -24,7 +27,7 @@ use self::{
 // What the statistics view computes from answers is shared with the security view: it lives in components
 // (named here too, where the view's tests find it).
 pub use crate::components::answers::{
-    bars, buckets, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals,
+    bars, buckets, by_status_class, fill_buckets, is_latency, partial_bucket, series_of, series_over, to_csv, totals,
 };
 use crate::{
     components::{
@@ -32,6 +35,7 @@ use crate::{
         curl::CopyCurl,
         download::download,
         filters::FilterBuilder,
+        labels::dimension_name,
         range::RangePicker,
     },
     nav::use_customer,
@@ -66,9 +70,55 @@ pub fn Statistics() -> impl IntoView {
     let toggle_metric = move |m: &'static str| state.toggle_metric(m);
     let stacked = Signal::derive(move || view.get().stacked);
 
+    let customer = use_customer();
+    // "Errors only": the status codes of class 4xx and 5xx seen in the range, as the filter (the API's filters
+    // compare with == and != only, so the console names the codes).
+    let errors_only = Callback::new(move |()| {
+        let Some((range, _, _)) = resolved.get_untracked() else { return };
+        let c = customer.get_untracked();
+        leptos::task::spawn_local(async move {
+            // Daily rows of whole days: a few rows per code, whatever the range.
+            let params = [
+                ("starttime", edge_api::stats::format_time(range.start - range.start.rem_euclid(86_400_000))),
+                ("endtime", edge_api::stats::format_time(range.end)),
+                ("granularity", Granularity::Day.as_str().to_string()),
+                ("dimensions", overview::smallest_set_with("http_status_code", Granularity::Day).join(",")),
+                ("metrics", "hits".to_string()),
+                ("limit", "2500".to_string()),
+            ];
+            let Ok(r) = crate::api::stats(&c, "/stats/data", &params).await else { return };
+            let filters = errors_filter(&r);
+            // The view may be gone by then.
+            if state.view.try_get_untracked().is_some() {
+                state.update(&move |v: &mut View| {
+                    v.filters = filters.clone();
+                    v.classes = true;
+                    v.page = 0;
+                })
+            }
+        });
+    });
+    // A figure of the overview opens the explorer below with the query behind it.
+    let explore = Callback::new(move |query: &'static str| {
+        update(&move |v: &mut View| {
+            let get = |k: &str| query.split('&').find_map(|p| p.strip_prefix(k)?.strip_prefix('='));
+            let list = |k: &str| get(k).map(|s| s.split(',').filter(|x| !x.is_empty()).map(String::from).collect());
+            v.dims = list("dims").unwrap_or_default();
+            v.metrics = list("metrics").unwrap_or_else(|| vec!["hits".into()]);
+            v.classes = get("classes") == Some("1");
+            v.filters.clear();
+            v.sort.clear();
+            v.page = 0;
+        });
+        if let Some(e) = document().get_element_by_id("explorer") {
+            e.scroll_into_view();
+        }
+    });
     view! {
         <section class="page stats">
             <h1>"Statistics"</h1>
+            <Overview range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) customer on_explore=explore />
+            <h2 class="explorer-title" id="explorer">"Explorer"</h2>
             <div class="card panel wide controls">
                 <RangePicker
                     preset=Signal::derive(move || view.get().preset)
@@ -100,7 +150,7 @@ pub fn Statistics() -> impl IntoView {
                                 resolved
                                     .get()
                                     .map(|(_, _, allowed)| {
-                                        allowed.into_iter().map(|g| view! { <option value=g.as_str()>{g.as_str()}</option> }).collect_view()
+                                        allowed.into_iter().map(|g| view! { <option value=g.as_str()>{granularity_name(g)}</option> }).collect_view()
                                     })
                             }}
                         </select>
@@ -128,16 +178,31 @@ pub fn Statistics() -> impl IntoView {
                         .map(|d| {
                             let on = move || view.get().dims.iter().any(|x| x == d);
                             let enabled = move || on() || valid.get().is_some_and(|(_, addable)| addable.contains(&d));
+                            // Why it cannot be added, on hover and for screen readers (aria-disabled keeps it
+                            // focusable, so its description is read).
+                            let reason = move || {
+                                (!enabled())
+                                    .then(|| resolved.get().map(|(_, g, _)| disabled_reason(d, &view.get().dims, g)))
+                                    .flatten()
+                            };
+                            let reason_id = format!("why-{d}");
                             view! {
                                 <button
                                     class="chip"
                                     class:active=on
                                     aria-pressed=move || on().to_string()
                                     data-dim=d
-                                    disabled=move || !enabled()
-                                    on:click=move |_| toggle_dim(d)
+                                    aria-disabled=move || (!enabled()).to_string()
+                                    title=reason
+                                    aria-describedby=reason_id.clone()
+                                    on:click=move |_| {
+                                        if enabled() {
+                                            toggle_dim(d)
+                                        }
+                                    }
                                 >
-                                    {d}
+                                    {dimension_name(d)}
+                                    <span class="sr-only" id=reason_id.clone()>{reason}</span>
                                 </button>
                             }
                         })
@@ -151,7 +216,7 @@ pub fn Statistics() -> impl IntoView {
                                     <p class="hint" role="status">
                                         {format!(
                                             "These dimensions are not a grouping set at this granularity. Add one of: {}.",
-                                            if addable.is_empty() { "(none — remove one)".to_string() } else { addable.join(", ") },
+                                            if addable.is_empty() { "(none — remove one)".to_string() } else { addable.iter().map(|d| dimension_name(d)).collect::<Vec<_>>().join(", ") },
                                         )}
                                     </p>
                                 }
@@ -209,6 +274,7 @@ pub fn Statistics() -> impl IntoView {
                             "Stacked"
                         </button>
                     </div>
+                    <StatusClasses view update errors_only />
                     <button
                         id="export-csv"
                         on:click=move |_| {
@@ -225,8 +291,9 @@ pub fn Statistics() -> impl IntoView {
                     {
                         match (answer, resolved.get_untracked()) {
                             (Some(r), Some((range, g, _))) => {
-                                let metrics = view.get_untracked().metrics;
-                                view! { <Charts response=r metrics range granularity=g stacked add_filter /> }.into_any()
+                                let v = view.get_untracked();
+                                let r = if v.classes { by_status_class(&r) } else { r };
+                                view! { <Charts response=r metrics=v.metrics range granularity=g stacked add_filter /> }.into_any()
                             }
                             _ => view! { <p class="muted">"Choose dimensions that form a grouping set."</p> }.into_any(),
                         }
@@ -245,6 +312,7 @@ pub fn Statistics() -> impl IntoView {
                     {answer
                         .map(|r| {
                             let v = view.get_untracked();
+                            let r = if v.classes { by_status_class(&r) } else { r };
                             view! {
                                 <DataTable
                                     response=r
@@ -269,5 +337,52 @@ pub fn Statistics() -> impl IntoView {
                 <TopUrls range=Signal::derive(move || resolved.get().map(|(r, _, _)| r)) />
             </Later>
         </section>
+    }
+}
+
+/// The filter of the error status codes (4xx and 5xx) of an answer with the column `http_status_code`:
+/// `http_status_code==404,http_status_code==500`; a code that matches nothing when there are none.
+pub fn errors_filter(r: &StatsResponse) -> String {
+    let code = crate::api::Column::of(r, "http_status_code");
+    let mut codes: Vec<String> = r
+        .rows
+        .iter()
+        .map(|row| code.text(row))
+        .filter(|c| matches!(crate::components::labels::status_class(c), Some("4xx" | "5xx")))
+        .collect();
+    codes.sort();
+    codes.dedup();
+    if codes.is_empty() {
+        // No error in the range: a filter that shows exactly that.
+        codes.push("599".into());
+    }
+    codes.iter().map(|c| format!("http_status_code=={c}")).collect::<Vec<_>>().join(",")
+}
+
+/// Beside the chart when the view is split by HTTP status code: group the codes into classes, and show the
+/// errors only (4xx and 5xx) in one click.
+#[component]
+fn StatusClasses(
+    view: Memo<View>,
+    update: impl Fn(&dyn Fn(&mut View)) + Copy + Send + Sync + 'static,
+    errors_only: Callback<()>,
+) -> impl IntoView {
+    let shown = move || view.get().dims.iter().any(|d| d == "http_status_code");
+    move || {
+        shown().then(|| {
+            let on = move || view.get().classes;
+            view! {
+                <button
+                    class="chip"
+                    id="status-classes"
+                    class:active=on
+                    aria-pressed=move || on().to_string()
+                    on:click=move |_| update(&|v: &mut View| v.classes = !v.classes)
+                >
+                    "Status classes"
+                </button>
+                <button id="errors-only" on:click=move |_| errors_only.run(())>"Errors only"</button>
+            }
+        })
     }
 }

@@ -59,6 +59,7 @@ impl ViewState {
                 page: 0,
                 compare: false,
                 stacked: false,
+                classes: false,
                 ..v
             }
         });

@@ -6,7 +6,13 @@ use leptos::prelude::*;
 use super::view::{PAGE_SIZE, metric_label};
 use crate::{
     api::Column,
-    components::{answers::is_latency, chart::Unit, pager::Pager, time::datetime},
+    components::{
+        answers::is_latency,
+        chart::Unit,
+        labels::{dimension_name, value_label},
+        pager::Pager,
+        time::datetime,
+    },
 };
 
 /// The rows of one page; sorting by a column header (descending first), paging below. A dimension's value
@@ -45,10 +51,12 @@ pub fn DataTable(
                 ("", "none")
             };
             let next = if sort == format!("-{name}") { name.clone() } else { format!("-{name}") };
+            let title =
+                if metrics.contains(name) || name == "hits" { metric_label(name) } else { dimension_name(name) };
             view! {
                 <th class:num=*numeric aria-sort=aria scope="col">
                     <button class="sort" on:click=move |_| on_sort.run(next.clone())>
-                        {format!("{name}{state}")}
+                        {format!("{title}{state}")}
                     </button>
                 </th>
             }
@@ -64,16 +72,16 @@ pub fn DataTable(
                     let full = col.text(row);
                     if dims.contains(name) {
                         let (dim, value) = (name.clone(), full.clone());
-                        let shown = if full.is_empty() { "(none)".to_string() } else { full.clone() };
+                        let shown = value_label(name, &full);
                         return view! {
                             <td class:num=*numeric>
                                 <button
                                     type="button"
                                     class="link cell-filter"
-                                    title="Filter to this"
+                                    title=format!("{shown} — filter to this")
                                     on:click=move |_| on_filter.run((dim.clone(), value.clone()))
                                 >
-                                    {shown}
+                                    {shown.clone()}
                                 </button>
                             </td>
                         }
@@ -86,6 +94,11 @@ pub fn DataTable(
                         }
                         Some(n) if metrics.contains(name) => Unit::of_metric(name).short(n),
                         _ if name == "starttime" || name == "endtime" => datetime(&full),
+                        _ => full.clone(),
+                    };
+                    let full = match col.value(row).and_then(|v| v.as_f64()) {
+                        Some(n) if metrics.contains(name) && !is_latency(name) => Unit::of_metric(name).exact(n),
+                        _ if name == "starttime" || name == "endtime" => format!("{full} UTC"),
                         _ => full.clone(),
                     };
                     view! { <td class:num=*numeric title=full>{text}</td> }.into_any()

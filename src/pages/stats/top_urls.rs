@@ -81,7 +81,8 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                             Column::of(&r, "request_url"),
                             Column::of(&r, "hits"),
                         );
-                        let writable = auth.can_write();
+                        // Followed per row (see the security events'): not a rebuild when the user's record arrives.
+                        let writable = move || auth.can_write();
                         // The first day's worth is drawn at once; the rest (up to 20 a day for each day of the
                         // range) when asked for.
                         let total = r.rows.len();
@@ -98,8 +99,9 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                                         <td>{property.text(row)}</td>
                                         <td class="wrap"><code>{url.text(row)}</code></td>
                                         <td class="num">{short_number(hits.number(row))}</td>
-                                        {writable
-                                            .then(|| {
+                                        {move || {
+                                            let target = target.clone();
+                                            writable().then(|| {
                                                 view! {
                                                     <td class="actions">
                                                         <button type="button" class="link purge-url" on:click=move |_| purging.set(Some(target.clone()))>
@@ -107,7 +109,8 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                                                         </button>
                                                     </td>
                                                 }
-                                            })}
+                                            })
+                                        }}
                                     </tr>
                                 }
                             })
@@ -121,7 +124,7 @@ pub fn TopUrls(#[prop(into)] range: Signal<Option<Range>>) -> impl IntoView {
                                             <th scope="col">"Property"</th>
                                             <th scope="col">"URL"</th>
                                             <th scope="col" class="num">"Hits"</th>
-                                            {writable.then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
+                                            {move || writable().then(|| view! { <th scope="col" class="actions">"Actions"</th> })}
                                         </tr>
                                     </thead>
                                     <tbody>{rows}</tbody>

@@ -24,6 +24,8 @@ pub struct View {
     pub page: u64,
     pub compare: bool,
     pub stacked: bool,
+    /// HTTP status codes grouped into their classes (2xx, 3xx, 4xx, 5xx).
+    pub classes: bool,
 }
 
 impl View {
@@ -46,6 +48,7 @@ impl View {
             page: get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
             compare: get("cmp").as_deref() == Some("1"),
             stacked: get("chart").as_deref() == Some("stacked"),
+            classes: get("classes").as_deref() == Some("1"),
         }
     }
 
@@ -75,6 +78,9 @@ impl View {
         }
         if self.stacked {
             p.push("chart=stacked".into());
+        }
+        if self.classes {
+            p.push("classes=1".into());
         }
         format!("?{}", p.join("&"))
     }
@@ -196,7 +202,44 @@ pub fn query_metrics(chosen: &[String]) -> Vec<String> {
     m
 }
 
-/// How a metric reads in a label: `last_mile_bandwidth_bytes` → `last mile bandwidth`.
+/// How a metric reads in a label: `last_mile_bandwidth_bytes` → "Bandwidth to users".
 pub fn metric_label(m: &str) -> String {
-    m.trim_end_matches("_bytes").trim_end_matches("_ms").replace('_', " ")
+    crate::components::labels::metric_name(m)
+}
+
+/// Why dimension `d` cannot be added to `dims` at `g` — which grouping sets it would need — in words, for the
+/// chip's hover text and its screen-reader description.
+pub fn disabled_reason(d: &str, dims: &[String], g: Granularity) -> String {
+    use crate::components::labels::dimension_name;
+    let name = dimension_name(d);
+    let with: Vec<String> = dims.iter().map(|x| dimension_name(x)).collect();
+    let holds = |set: &str| {
+        let parts: Vec<&str> = set.split('/').collect();
+        parts.contains(&d) && dims.iter().all(|x| parts.contains(&x.as_str()))
+    };
+    let elsewhere: Vec<String> = Granularity::ALL
+        .into_iter()
+        .filter(|o| *o != g)
+        .filter_map(|o| {
+            let set = o.delivery_groupings().iter().filter(|s| holds(s)).min_by_key(|s| s.len())?;
+            let set: Vec<String> = set.split('/').map(dimension_name).collect();
+            Some(format!("{} granularity ({})", granularity_name(o), set.join(" + ")))
+        })
+        .collect();
+    if with.is_empty() {
+        return format!("{name} is not kept at {} granularity.", granularity_name(g));
+    }
+    match elsewhere.is_empty() {
+        true => format!("{name} is never kept together with {}: remove one of those first.", with.join(" and ")),
+        false => format!("{name} is kept together with {} only at {}.", with.join(" and "), elsewhere.join(" or ")),
+    }
+}
+
+/// A granularity in words: "5-minute", "hourly", "daily".
+pub fn granularity_name(g: Granularity) -> &'static str {
+    match g {
+        Granularity::FiveMinute => "5-minute",
+        Granularity::Hour => "hourly",
+        Granularity::Day => "daily",
+    }
 }

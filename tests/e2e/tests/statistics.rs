@@ -25,7 +25,7 @@ async fn the_statistics_view_follows_the_range_and_the_dimensions() -> anyhow::R
     assert_eq!(granularity.as_deref(), Some("day"));
     // Hourly chosen by hand: the view says what to add.
     h.select("select[name=granularity]", "hour").await?;
-    h.wait_until("#dimensions .hint", |t| t.contains("not a grouping set") && t.contains("browser_name")).await?;
+    h.wait_until("#dimensions .hint", |t| t.contains("not a grouping set") && t.contains("Browser")).await?;
 
     // Country out (totals per hour), then domain in: the table and the chart's legend follow.
     h.click("button[data-dim=country]").await?;

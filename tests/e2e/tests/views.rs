@@ -136,16 +136,16 @@ async fn statistics(h: &Harness) -> Result<()> {
     h.select("select[aria-label='Filter dimension']", "country").await?;
     h.fill("input[name=filter-value]", "Germany").await?;
     h.click_text("#filters button", "Add filter").await?;
-    h.wait_until(".filter-chip", |t| t.contains("country is Germany")).await?;
+    h.wait_until(".filter-chip", |t| t.contains("Country is Germany")).await?;
     h.wait_until(".stats-table tbody", |t| !t.is_empty() && t.lines().all(|l| l.contains("Germany"))).await?;
     let url = h.client.current_url().await?;
     ensure!(url.as_str().contains("filters=country%3D%3DGermany"), "the filter is in the address: {url}");
     h.click(".filter-chip button").await?;
     h.wait_gone(".filter-chip").await?;
-    // Sorting by hits, descending: the header says so, and the column falls.
-    h.click_text("th button.sort", "hits").await?;
+    // Sorting by requests (hits), descending: the header says so, and the column falls.
+    h.click_text("th button.sort", "Requests").await?;
     h.wait_for_attr("th[aria-sort=descending] button", "class", "sort").await?;
-    let hits = column(h, ".stats-table", "hits").await?;
+    let hits = column(h, ".stats-table", "Requests").await?;
     ensure!(hits.windows(2).all(|w| w[0] >= w[1]), "hits fall: {hits:?}");
     // Paging: 50 rows a page.
     let first = h.wait_until(".pager [role=status]", |t| t.starts_with("1–")).await?;
@@ -167,7 +167,8 @@ async fn statistics(h: &Harness) -> Result<()> {
     Ok(())
 }
 
-/// The numbers of one column of a table, by its header's text.
+/// The numbers of one column of a table, by its header's text (from each cell's exact value on hover:
+/// `12,345` or `1,234,567 bytes`).
 async fn column(h: &Harness, table: &str, name: &str) -> Result<Vec<f64>> {
     let values = h
         .client
@@ -180,7 +181,7 @@ async fn column(h: &Harness, table: &str, name: &str) -> Result<Vec<f64>> {
         )
         .await?;
     let values: Vec<String> = serde_json::from_value(values)?;
-    Ok(values.iter().filter_map(|v| v.parse().ok()).collect())
+    Ok(values.iter().filter_map(|v| v.replace(',', "").split_whitespace().next()?.parse().ok()).collect())
 }
 
 /// Clicks a download button and returns the file's text (the page's blob is caught as it is made).

@@ -201,7 +201,7 @@ async fn chart_tooltips_and_curl(h: &Harness) -> Result<()> {
     h.wait_for(".stats-table tbody tr").await?;
     h.seen(true);
     h.click_text(".segmented button", "Stacked").await?;
-    h.click_text("th button.sort", "hits").await?;
+    h.click_text("th button.sort", "Requests").await?;
     h.wait_for("th[aria-sort=descending]").await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let reads: Vec<Seen> = h.seen(true).into_iter().filter(|s| s.path.contains("/stats/data")).collect();
@@ -245,7 +245,7 @@ async fn axes_click_to_filter_and_a_top_url(h: &Harness) -> Result<()> {
     let svg: String = serde_json::from_value(
         h.client.execute("return document.querySelector('#time-chart svg').textContent;", vec![]).await?,
     )?;
-    ensure!(svg.contains("last mile bandwidth per 5 minutes (bytes)"), "the y axis is titled with its unit: {svg}");
+    ensure!(svg.contains("Bandwidth to users per 5 minutes"), "the y axis is titled with what it counts: {svg}");
     ensure!(svg.contains("Time (Asia/Dhaka)"), "the x axis names the zone: {svg}");
     ensure!(["KB", "MB", "GB", "TB"].iter().any(|u| svg.contains(u)), "bytes in KB/MB/GB/TB: {svg}");
     // A top value becomes a filter, in the address.
