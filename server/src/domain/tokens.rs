@@ -301,9 +301,9 @@ mod tests {
         assert_eq!(cidrs, ["10.0.0.0/8", "2001:db8::1"]);
         assert!(problems[0].contains("did you mean 10.0.0.0/8"), "{problems:?}");
         let mut problems = Vec::new();
-        assert_eq!(check_expiry("2026-01-02T00:00:00Z", 0, &mut problems), Some(1_767_312_000_000));
+        assert_eq!(check_expiry("2026-01-02T00:00:00Z", 1_767_225_600_000, &mut problems), Some(1_767_312_000_000));
         assert!(problems.is_empty());
-        check_expiry("2026-01-02", 0, &mut problems);
+        check_expiry("2026-01-02", 1_767_225_600_000, &mut problems);
         check_expiry("2026-01-02T00:00:00Z", 1_767_312_000_000, &mut problems);
         check_expiry("2099-01-02T00:00:00Z", 1_767_312_000_000, &mut problems);
         check_name(" ", &mut problems);
