@@ -1,6 +1,7 @@
 //! What the console costs on the wire: brotli and gzip files beside each file of the build (served by the
 //! server when the browser accepts them), and `cargo xtask size`, the raw, gzip and brotli size of every file,
-//! of the first view (what the login page loads) and of the whole console.
+//! of the first view (what the login page loads), of the first chart (what the console loads after "Log in",
+//! up to the statistics view's first chart) and of the whole console.
 
 use std::{
     io::Write,
@@ -11,9 +12,12 @@ use anyhow::{Context, Result, bail};
 
 /// Most a first view (index.html and everything it loads) may weigh with brotli, in bytes.
 pub const FIRST_VIEW_BUDGET: u64 = 350 * 1024;
-/// Most the whole console may weigh with brotli, in bytes: a guard against growth by accident until issue 22
-/// replaces it with budgets users feel (login form and first chart times, Lighthouse), loading views lazily.
-pub const WHOLE_BUDGET: u64 = 700 * 1024;
+/// Most the console may weigh with brotli, in bytes, from "Log in" to the statistics view's first chart (its
+/// index.html and everything it loads). The budget users feel is time: the first chart under 1.5 s on a 10 Mbit/s
+/// link with 40 ms latency (`cargo xtask perf-console` measures it); 1 MB takes 0.8 s on that link, leaving
+/// 0.7 s for the round trips, the statistics queries, the wasm's compilation and the first render. Bytes are the
+/// part of that time a test can check without a clock on a shared machine.
+pub const FIRST_CHART_BUDGET: u64 = 1024 * 1024;
 
 /// The kinds of file worth compressing (the rest, e.g. images, are compressed already).
 const COMPRESSIBLE: [&str; 7] = ["html", "js", "css", "wasm", "svg", "json", "txt"];
@@ -86,8 +90,10 @@ pub struct Sizes {
     pub raw: u64,
     pub gzip: u64,
     pub brotli: u64,
-    /// Loaded by the first view (index.html names it).
+    /// Loaded by the first view (the sign-in app's index.html names it).
     pub first_view: bool,
+    /// Loaded after "Log in", before the first chart (the console's index.html names it).
+    pub first_chart: bool,
 }
 
 /// The document of the first view: the sign-in app's when the build has one, else the console's.
@@ -101,6 +107,10 @@ pub fn first_view_document(dist: &Path) -> PathBuf {
 pub fn measure(dist: &Path) -> Result<Vec<Sizes>> {
     let document = first_view_document(dist);
     let index = std::fs::read_to_string(&document).context("reading the first view's index.html")?;
+    let console = dist.join("index.html");
+    let console_index = std::fs::read_to_string(&console).context("reading the console's index.html")?;
+    // Named whole, in quotes: `/main.css` must not match inside `/signin/main.css`.
+    let named = |html: &str, name: &str| ['"', '\''].iter().any(|q| html.contains(&format!("{q}/{name}{q}")));
     let mut out = Vec::new();
     for path in files(dist)? {
         let data = std::fs::read(&path)?;
@@ -111,9 +121,9 @@ pub fn measure(dist: &Path) -> Result<Vec<Sizes>> {
         } else {
             (data.len() as u64, data.len() as u64)
         };
-        // Named whole, in quotes: `/main.css` must not match inside `/signin/main.css`.
-        let first_view = path == document || ['"', '\''].iter().any(|q| index.contains(&format!("{q}/{name}{q}")));
-        out.push(Sizes { name, raw: data.len() as u64, gzip, brotli, first_view });
+        let first_view = path == document || named(&index, &name);
+        let first_chart = path == console || named(&console_index, &name);
+        out.push(Sizes { name, raw: data.len() as u64, gzip, brotli, first_view, first_chart });
     }
     Ok(out)
 }
@@ -137,23 +147,22 @@ pub fn report(dist: &Path) -> Result<()> {
             if s.first_view { "yes" } else { "" }
         );
     }
-    let total = |first_only: bool| {
-        sizes
-            .iter()
-            .filter(|s| s.first_view || !first_only)
-            .fold((0, 0, 0), |(r, g, b), s| (r + s.raw, g + s.gzip, b + s.brotli))
+    let total = |part: fn(&Sizes) -> bool| {
+        sizes.iter().filter(|s| part(s)).fold((0, 0, 0), |(r, g, b), s| (r + s.raw, g + s.gzip, b + s.brotli))
     };
-    let (first, whole) = (total(true), total(false));
+    let (first, chart, whole) = (total(|s| s.first_view), total(|s| s.first_chart), total(|_| true));
     println!("| **first view (login)** | {} | {} | **{}** | |", kb(first.0), kb(first.1), kb(first.2));
+    println!("| **log in to first chart** | {} | {} | **{}** | |", kb(chart.0), kb(chart.1), kb(chart.2));
     println!("| **whole console** | {} | {} | **{}** | |", kb(whole.0), kb(whole.1), kb(whole.2));
     println!(
-        "size: first view {} brotli (budget {}), whole console {} brotli (budget {})",
+        "size: first view {} brotli (budget {}), log in to first chart {} brotli (budget {}), whole console {} brotli",
         kb(first.2),
         kb(FIRST_VIEW_BUDGET),
+        kb(chart.2),
+        kb(FIRST_CHART_BUDGET),
         kb(whole.2),
-        kb(WHOLE_BUDGET)
     );
-    if first.2 > FIRST_VIEW_BUDGET || whole.2 > WHOLE_BUDGET {
+    if first.2 > FIRST_VIEW_BUDGET || chart.2 > FIRST_CHART_BUDGET {
         bail!("the console is over its size budget");
     }
     Ok(())
