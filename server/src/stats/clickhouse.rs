@@ -1,6 +1,6 @@
 //! The ClickHouse statistics engine: raw access-log and security-event tables (MergeTree, one partition a day,
-//! ordered by customer and time) feed, through materialized views, the rollups of the embedded engine
-//! ([`super::memory`]) — the same grouping sets and granularities, one AggregatingMergeTree table per kind and
+//! ordered by customer and time) feed, through materialized views, the rollups both engines keep
+//! ([`super::rollups`]) — the same grouping sets and granularities, one AggregatingMergeTree table per kind and
 //! granularity holding every grouping set of both (a `grouping` column tells them apart; each record goes to
 //! each set by ARRAY JOIN) — so a query reads the same rollup the embedded engine would and answers the same
 //! rows in the same order. Few tables keep inserts cheap: each creates one part per table and day.
@@ -26,10 +26,10 @@ use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK
 use serde::Deserialize;
 
 use super::{
-    AccessBatch, Answer, Cell, DIMS, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch,
-    StatsEngine, Stored, dim_id,
+    AccessBatch, Answer, Cell, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch,
+    StatsEngine, Stored,
     ingest::{Column, SECURITY_DIMS},
-    memory::{self, EVENT_DAYS, Kind, METRICS, Spec, is_int},
+    rollups::{self, DIMS, EVENT_DAYS, Kind, METRICS, Spec, dim_id, is_int},
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -565,7 +565,7 @@ impl ClickHouseEngine {
             base = base.with_password(p);
         }
         let client = base.clone().with_database(&url.database);
-        let specs = memory::all_specs();
+        let specs = rollups::all_specs();
         let tables: Vec<String> = specs.iter().map(table_name).collect();
         let feeds = feeds(&specs, &tables).1;
         let engine = ClickHouseEngine {
@@ -1006,7 +1006,7 @@ fn cell(dim: &str, v: &str) -> Cell {
 
 impl ClickHouseEngine {
     fn query_rollups(&self, customer: CustomerId, name: &str, q: &Query) -> Result<Answer, QueryError> {
-        let kind = memory::kind_of(q.family);
+        let kind = rollups::kind_of(q.family);
         let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
         let granularity = if whole_range {
             // Hourly rollups while they are kept, daily (whole days) before.
@@ -1020,7 +1020,7 @@ impl ClickHouseEngine {
         let dim_ids: Vec<usize> = stored.iter().filter_map(|d| dim_id(d)).collect();
         let columns_of: Vec<String> = stored.iter().map(|d| col(d)).collect();
         let filtered: Vec<usize> = q.filter.conditions().iter().filter_map(|c| dim_id(&c.dimension)).collect();
-        let (index, aggregate) = memory::choose(&self.specs, kind, granularity, &dim_ids, &filtered).ok_or_else(|| {
+        let (index, aggregate) = rollups::choose(&self.specs, kind, granularity, &dim_ids, &filtered).ok_or_else(|| {
             QueryError::Unsupported("no rollup holds the dimensions filtered on together with the query's; filter on the query's dimensions".into())
         })?;
         let spec = &self.specs[index];
@@ -1029,7 +1029,9 @@ impl ClickHouseEngine {
         let metric_cols: Vec<&str> = q
             .metrics
             .iter()
-            .map(|m| if spec.metrics == METRICS { DELIVERY_METRICS[memory::metric_index(q.family, m)] } else { "hits" })
+            .map(
+                |m| if spec.metrics == METRICS { DELIVERY_METRICS[rollups::metric_index(q.family, m)] } else { "hits" },
+            )
             .collect();
 
         // One row a bucket (or one for the whole range) and combination of the query's dimensions.
@@ -1137,7 +1139,7 @@ impl ClickHouseEngine {
 
         let with_time = !whole_range;
         let step = granularity.millis();
-        let columns = memory::answer_columns(q, with_time);
+        let columns = rollups::answer_columns(q, with_time);
         let customer_cell: Arc<str> = Arc::from(name);
         let rows = rows
             .into_iter()
@@ -1378,7 +1380,7 @@ impl StatsEngine for ClickHouseEngine {
                     Limits { daily_retention_days: self.daily_retention_days, ..Limits::NONE }
                         .kept_from(Granularity::Day, now_ms)
                 }
-                "security" => Some(memory::day_start(now_ms) - EVENT_DAYS * 86_400_000),
+                "security" => Some(rollups::day_start(now_ms) - EVENT_DAYS * 86_400_000),
                 // Kept keys: at least a day.
                 "ingest_keys" | "ingest_batches" => Some(now_ms - super::KEYS_KEPT_MS),
                 "edge_schema" | "dict" => None,

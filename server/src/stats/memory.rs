@@ -12,13 +12,17 @@ use std::{
 };
 
 use anyhow::Context;
-use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query, TOPK_URL_GROUPINGS};
+use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query};
 use rustc_hash::FxHashMap;
 
 use super::{
-    AccessBatch, AccessRecord, Answer, Cell, DIMS, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError,
-    SecurityBatch, SecurityRecord, StatsEngine, Stored, Usage, dim_id,
+    AccessBatch, AccessRecord, Answer, Cell, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError,
+    SecurityBatch, SecurityRecord, StatsEngine, Stored, Usage,
     ingest::{Column, SECURITY_DIMS},
+    rollups::{
+        DIMS, EVENT_DAYS, HITS, Kind, METRICS, Spec, all_specs, answer_columns, choose, day_start, dim_id, ids, is_int,
+        kind_of, metric_index,
+    },
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -32,111 +36,12 @@ use aggregate::{Horizon, Input, Mapping, Metrics, Plan, Records, Work};
 use block::{Block, Rollup};
 use wal::Log;
 
-pub(super) const METRICS: usize = 8;
-const HITS: usize = 1;
 /// Dictionary ids are packed 25 bits each into a 128-bit key (at most 5 dimensions a rollup).
 const ID_BITS: u32 = 25;
 /// Distinct values one dimension of one customer can hold.
 pub const MAX_IDS: usize = 1 << ID_BITS;
-/// Raw security events are kept for the previous three days plus today.
-pub(super) const EVENT_DAYS: i64 = 3;
 /// Security event dimensions stored with each raw event (ids into [`DIMS`]): those of a security batch.
 const EVENT_DIMS: [&str; 14] = SECURITY_DIMS;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Kind {
-    Delivery,
-    TopKUrl,
-    WafTrend,
-    ShapingTrend,
-    RequestTrend,
-    /// Security top-K of events of this source ("waf" / "trafficshaping"), rate-limited only if `rate_limited`.
-    TopK {
-        waf: bool,
-        rate_limited: bool,
-    },
-}
-
-/// What one rollup aggregates: which records, at which granularity, by which dimensions.
-#[derive(Debug, Clone)]
-pub(super) struct Spec {
-    pub(super) kind: Kind,
-    pub(super) granularity: Granularity,
-    /// Dimension ids, ascending.
-    pub(super) dims: Vec<usize>,
-    pub(super) metrics: usize,
-}
-
-fn ids(names: &[&str]) -> Vec<usize> {
-    let mut v: Vec<usize> = names.iter().filter(|n| **n != "customer").filter_map(|n| dim_id(n)).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// Every rollup the engine keeps.
-pub(super) fn all_specs() -> Vec<Spec> {
-    let mut specs = Vec::new();
-    for g in Granularity::ALL {
-        specs.push(Spec { kind: Kind::Delivery, granularity: g, dims: Vec::new(), metrics: METRICS });
-        for set in g.delivery_groupings() {
-            specs.push(Spec {
-                kind: Kind::Delivery,
-                granularity: g,
-                dims: ids(&set.split('/').collect::<Vec<_>>()),
-                metrics: METRICS,
-            });
-        }
-        for (kind, family) in [
-            (Kind::WafTrend, Family::WafTrends),
-            (Kind::ShapingTrend, Family::ShapingTrends),
-            (Kind::RequestTrend, Family::RequestTrends),
-        ] {
-            for set in family.groupings() {
-                let mut parts: Vec<&str> = set.split('/').collect();
-                if parts.remove(0) == g.as_str() {
-                    specs.push(Spec { kind, granularity: g, dims: ids(&parts), metrics: 1 });
-                }
-            }
-        }
-    }
-    for set in TOPK_URL_GROUPINGS {
-        specs.push(Spec {
-            kind: Kind::TopKUrl,
-            granularity: Granularity::Day,
-            dims: ids(&set.split('/').collect::<Vec<_>>()),
-            metrics: 1,
-        });
-    }
-    for (waf, rate_limited, dim) in [
-        (true, false, "client_browser"),
-        (true, false, "client_ip"),
-        (true, false, "client_country_code"),
-        (true, false, "request_path"),
-        (true, false, "rule_id"),
-        (true, false, "event_severity"),
-        (false, false, "client_browser"),
-        (false, false, "client_ip"),
-        (false, false, "client_country_code"),
-        (false, false, "request_path"),
-        (false, true, "client_ip"),
-        (false, true, "client_country_code"),
-    ] {
-        for g in [Granularity::Hour, Granularity::Day] {
-            for extra in [&[][..], &["domain"], &["property"], &["domain", "property"]] {
-                let mut names = vec![dim];
-                names.extend_from_slice(extra);
-                specs.push(Spec {
-                    kind: Kind::TopK { waf, rate_limited },
-                    granularity: g,
-                    dims: ids(&names),
-                    metrics: 1,
-                });
-            }
-        }
-    }
-    specs
-}
 
 /// The access columns a plan reads: the 14 of a batch, then its country code as `client_country_code`, then
 /// `waf_action` (always ALLOW).
@@ -929,30 +834,6 @@ impl MemoryEngine {
     }
 }
 
-/// Which rollup serves `dims` plus the dimensions filtered on: the exact grouping set when it holds the
-/// filtered dimensions, else the smallest one that holds them all (aggregated at query time).
-pub(super) fn choose(
-    specs: &[Spec],
-    kind: Kind,
-    granularity: Granularity,
-    dims: &[usize],
-    filtered: &[usize],
-) -> Option<(usize, bool)> {
-    let mut need: Vec<usize> = dims.iter().chain(filtered).copied().collect();
-    need.sort_unstable();
-    need.dedup();
-    let mut exact: Vec<usize> = dims.to_vec();
-    exact.sort_unstable();
-    let candidates = specs.iter().enumerate().filter(|(_, s)| s.kind == kind && s.granularity == granularity);
-    if let Some((i, _)) = candidates.clone().find(|(_, s)| s.dims == exact && need == exact) {
-        return Some((i, false));
-    }
-    candidates
-        .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
-        .min_by_key(|(_, s)| s.dims.len())
-        .map(|(i, _)| (i, true))
-}
-
 /// Batches of at least this many records are summed in parts on threads of their own.
 const PART_RECORDS: usize = 2048;
 
@@ -977,10 +858,6 @@ fn in_parts(n: usize, apply: impl Fn((usize, usize)) + Sync) {
             }
         }
     });
-}
-
-pub(super) fn day_start(ms: i64) -> i64 {
-    ms - ms.rem_euclid(86_400_000)
 }
 
 /// A condition on stored ids: which column, and the id it compares with (None: a value never stored).
@@ -1206,43 +1083,6 @@ impl TopK {
     fn sorted(self) -> Vec<([u64; 6], u64)> {
         self.heap.into_sorted_vec()
     }
-}
-
-pub(super) fn kind_of(family: Family) -> Kind {
-    match family {
-        Family::Delivery => Kind::Delivery,
-        Family::TopKUrl => Kind::TopKUrl,
-        Family::WafTrends => Kind::WafTrend,
-        Family::ShapingTrends => Kind::ShapingTrend,
-        Family::RequestTrends => Kind::RequestTrend,
-        Family::WafTopK(_) => Kind::TopK { waf: true, rate_limited: false },
-        Family::ShapingTopK(c) => Kind::TopK { waf: false, rate_limited: c.starts_with("ratelimit") },
-        Family::Events => Kind::Delivery,
-    }
-}
-
-pub(super) fn metric_index(family: Family, name: &str) -> usize {
-    match family {
-        Family::Delivery => edge_api::stats::DELIVERY_METRICS.iter().position(|m| *m == name).unwrap_or(HITS),
-        _ => 0,
-    }
-}
-
-pub(super) fn is_int(dim: &str) -> bool {
-    INTEGER_DIMENSIONS.contains(&dim)
-}
-
-/// The columns of an answer, as both engines give them: the bucket's start and end unless the family has no
-/// time, then the query's dimensions (integers where the API says so), then its metrics.
-pub(super) fn answer_columns(q: &Query, with_time: bool) -> Vec<(String, bool)> {
-    let mut columns = Vec::new();
-    if with_time {
-        columns.push(("starttime".to_string(), false));
-        columns.push(("endtime".to_string(), false));
-    }
-    columns.extend(q.dimensions.iter().map(|d| (d.clone(), is_int(d))));
-    columns.extend(q.metrics.iter().map(|m| (m.clone(), true)));
-    columns
 }
 
 impl MemoryEngine {

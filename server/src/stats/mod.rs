@@ -7,46 +7,14 @@ pub mod clickhouse;
 pub mod demo;
 pub mod ingest;
 pub mod memory;
+mod rollups;
 
 use edge_api::stats::Query;
 
 use crate::store::CustomerId;
 
 pub use ingest::{AccessBatch, AccessRecord, SecurityBatch, SecurityRecord};
-
-/// Every dimension the engine knows, across families. Its position is the dimension's id.
-pub const DIMS: [&str; 26] = [
-    "browser_name",
-    "cache_status",
-    "content_type",
-    "country",
-    "country_code",
-    "device_os",
-    "device_type",
-    "domain",
-    "gna_cache_status",
-    "http_status_code",
-    "property",
-    "request_type",
-    "scheme",
-    "request_url",
-    "event_severity",
-    "event_type",
-    "event_action",
-    "client_connection_remote_ip",
-    "client_ip",
-    "client_browser",
-    "client_country_code",
-    "client_asn",
-    "rule_id",
-    "request_path",
-    "waf_action",
-    "source",
-];
-
-pub fn dim_id(name: &str) -> Option<usize> {
-    DIMS.iter().position(|d| *d == name)
-}
+pub use rollups::{DIMS, dim_id};
 
 /// A value in an answer row.
 #[derive(Debug, Clone, PartialEq)]
