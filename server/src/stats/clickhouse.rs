@@ -29,7 +29,7 @@ use super::{
     AccessBatch, Answer, Cell, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch,
     StatsEngine, Stored,
     ingest::{Column, SECURITY_DIMS},
-    rollups::{self, DIMS, EVENT_DAYS, Kind, METRICS, Spec, dim_id, is_int},
+    rollups::{self, Conditions, DIMS, EVENT_DAYS, Kind, METRICS, Spec, Target, dim_id, is_int},
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -868,10 +868,6 @@ impl ClickHouseEngine {
         let query = bind(self.client.query(&sql.text), sql.args);
         self.block(async move { query.fetch_one::<u64>().await })
     }
-
-    fn retention_start(&self, g: Granularity) -> Option<i64> {
-        g.kept_from(self.clock.now_ms())
-    }
 }
 
 async fn insert_dict(client: &clickhouse::Client, dict: Vec<u8>) -> Result<(), clickhouse::error::Error> {
@@ -934,64 +930,37 @@ fn bind(mut q: clickhouse::query::Query, args: Vec<Arg>) -> clickhouse::query::Q
     q
 }
 
-/// A filter as SQL over columns named after the dimensions, the embedded engine's rules: `customer` is a
-/// constant decided here; a value never stored matches nothing (`==`) or everything (`!=`).
+/// A filter as SQL over columns named after the dimensions, the embedded engine's rules ([`Conditions`]): a
+/// value never stored matches nothing (`==`) or everything (`!=`).
 fn filter_sql(
     filter: &Filter,
     customer: &str,
     has: impl Fn(&str) -> bool,
     column: impl Fn(&str) -> String,
 ) -> Result<Sql, QueryError> {
-    let constant = |c: &edge_api::stats::Condition| (c.value == customer) == c.equal;
-    let tests = |conds: &[edge_api::stats::Condition], join: &str| -> Result<Option<Sql>, QueryError> {
+    let conditions = Conditions::of(filter, customer, |d, equal, value| {
+        has(DIMS[d]).then(|| {
+            let mut sql = Sql::default();
+            sql.push(&column(DIMS[d])).push(if equal { " = " } else { " != " }).text(&value);
+            sql
+        })
+    })?;
+    let joined = |tests: Vec<Sql>, join: &str| {
         let mut sql = Sql::default();
-        let mut any = false;
-        for c in conds.iter().filter(|c| c.dimension != "customer") {
-            if dim_id(&c.dimension).is_none() {
-                return Err(QueryError::Unsupported(format!("cannot filter on {}", c.dimension)));
-            }
-            if !has(&c.dimension) {
-                return Err(QueryError::Unsupported(format!("no rollup holds {} for this query", c.dimension)));
-            }
-            let value = if is_int(&c.dimension) {
-                c.value.trim().parse::<i64>().map(|v| v.to_string()).unwrap_or_default()
-            } else {
-                c.value.clone()
-            };
-            if any {
-                sql.push(join);
-            }
-            any = true;
-            sql.push(&column(&c.dimension)).push(if c.equal { " = " } else { " != " }).text(&value);
+        sql.push("(");
+        for (i, test) in tests.into_iter().enumerate() {
+            sql.push(if i > 0 { join } else { "" }).append(test);
         }
-        Ok(any.then_some(sql))
+        sql.push(")");
+        sql
     };
     let mut out = Sql::default();
-    match filter {
-        Filter::None => {
-            out.push("1");
-        }
-        Filter::All(conds) => {
-            if conds.iter().any(|c| c.dimension == "customer" && !constant(c)) {
-                out.push("0");
-            } else {
-                match tests(conds, " AND ")? {
-                    Some(t) => out.push("(").append(t).push(")"),
-                    None => out.push("1"),
-                };
-            }
-        }
-        Filter::Any(conds) => {
-            if conds.iter().any(|c| c.dimension == "customer" && constant(c)) {
-                out.push("1");
-            } else {
-                match tests(conds, " OR ")? {
-                    Some(t) => out.push("(").append(t).push(")"),
-                    None => out.push("0"),
-                };
-            }
-        }
-    }
+    match conditions {
+        Conditions::Nothing => out.push("0"),
+        Conditions::Everything => out.push("1"),
+        Conditions::All(tests) => out.append(joined(tests, " AND ")),
+        Conditions::Any(tests) => out.append(joined(tests, " OR ")),
+    };
     Ok(out)
 }
 
@@ -1006,23 +975,13 @@ fn cell(dim: &str, v: &str) -> Cell {
 
 impl ClickHouseEngine {
     fn query_rollups(&self, customer: CustomerId, name: &str, q: &Query) -> Result<Answer, QueryError> {
-        let kind = rollups::kind_of(q.family);
-        let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
-        let granularity = if whole_range {
-            // Hourly rollups while they are kept, daily (whole days) before.
-            let hourly_from = self.retention_start(Granularity::Hour).unwrap_or(i64::MIN) + Granularity::Hour.millis();
-            if q.start_ms >= hourly_from { Granularity::Hour } else { Granularity::Day }
-        } else {
-            q.granularity.unwrap_or(Granularity::Day)
-        };
+        let target = Target::of(&self.specs, q, self.clock.now_ms())?;
+        let (granularity, whole_range, index, aggregate) =
+            (target.granularity, target.whole_range, target.spec, target.aggregate);
         // The dimensions held in rollups, in the query's order (`customer` is the tenant), and their columns.
-        let stored: Vec<&str> = q.dimensions.iter().map(String::as_str).filter(|d| *d != "customer").collect();
-        let dim_ids: Vec<usize> = stored.iter().filter_map(|d| dim_id(d)).collect();
+        let stored: Vec<&str> = target.stored.iter().map(|(_, id)| DIMS[*id]).collect();
+        let dim_ids = target.dim_ids();
         let columns_of: Vec<String> = stored.iter().map(|d| col(d)).collect();
-        let filtered: Vec<usize> = q.filter.conditions().iter().filter_map(|c| dim_id(&c.dimension)).collect();
-        let (index, aggregate) = rollups::choose(&self.specs, kind, granularity, &dim_ids, &filtered).ok_or_else(|| {
-            QueryError::Unsupported("no rollup holds the dimensions filtered on together with the query's; filter on the query's dimensions".into())
-        })?;
         let spec = &self.specs[index];
         let table = &self.tables[index];
         let filter = filter_sql(&q.filter, name, |d| dim_id(d).is_some_and(|id| spec.dims.contains(&id)), col)?;

@@ -12,7 +12,7 @@ use std::{
 };
 
 use anyhow::Context;
-use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query};
+use edge_api::stats::{Family, Filter, Granularity, Query};
 use rustc_hash::FxHashMap;
 
 use super::{
@@ -20,8 +20,8 @@ use super::{
     SecurityBatch, SecurityRecord, StatsEngine, Stored, Usage,
     ingest::{Column, SECURITY_DIMS},
     rollups::{
-        DIMS, EVENT_DAYS, HITS, Kind, METRICS, Spec, all_specs, answer_columns, choose, day_start, dim_id, ids, is_int,
-        kind_of, metric_index,
+        Conditions, DIMS, EVENT_DAYS, HITS, Kind, METRICS, Spec, Target, all_specs, answer_columns, day_start, dim_id,
+        ids, is_int, kind_of, metric_index,
     },
 };
 use crate::{clock::Clock, store::CustomerId};
@@ -659,10 +659,6 @@ impl MemoryEngine {
         Ok(())
     }
 
-    fn retention_start(&self, g: Granularity) -> Option<i64> {
-        g.kept_from(self.clock.now_ms())
-    }
-
     /// The columns of an access batch as the dictionaries take them: the 14 of the batch (by [`DIMS`] id),
     /// its country code again as `client_country_code`, and `waf_action` (ALLOW).
     fn access_columns<'a>(b: &'a AccessBatch, allow: &'a Column) -> Vec<(usize, &'a Column)> {
@@ -822,16 +818,6 @@ impl MemoryEngine {
         tenant.add_rows(records.len() as u64);
         Ok(())
     }
-
-    fn choose(
-        &self,
-        kind: Kind,
-        granularity: Granularity,
-        dims: &[usize],
-        filtered: &[usize],
-    ) -> Option<(usize, bool)> {
-        choose(&self.specs, kind, granularity, dims, filtered)
-    }
 }
 
 /// Batches of at least this many records are summed in parts on threads of their own.
@@ -873,14 +859,8 @@ impl Test {
     }
 }
 
-/// A filter compiled against one rollup's (or the events') columns. The `customer` dimension is a constant:
-/// its conditions are decided here.
-enum Compiled {
-    Nothing,
-    Everything,
-    All(Vec<Test>),
-    Any(Vec<Test>),
-}
+/// A filter compiled against one rollup's (or the events') columns.
+type Compiled = Conditions<Test>;
 
 impl Compiled {
     fn new(
@@ -889,44 +869,8 @@ impl Compiled {
         column_of: impl Fn(usize) -> Option<usize>,
         dicts: &[Dict],
     ) -> Result<Compiled, QueryError> {
-        let constant = |c: &Condition| (c.value == customer) == c.equal;
-        let tests = |conds: &[Condition]| -> Result<Vec<Test>, QueryError> {
-            conds
-                .iter()
-                .filter(|c| c.dimension != "customer")
-                .map(|c| {
-                    let d = dim_id(&c.dimension)
-                        .ok_or_else(|| QueryError::Unsupported(format!("cannot filter on {}", c.dimension)))?;
-                    let column = column_of(d).ok_or_else(|| {
-                        QueryError::Unsupported(format!("no rollup holds {} for this query", c.dimension))
-                    })?;
-                    let value = if INTEGER_DIMENSIONS.contains(&c.dimension.as_str()) {
-                        c.value.trim().parse::<i64>().map(|v| v.to_string()).unwrap_or_default()
-                    } else {
-                        c.value.clone()
-                    };
-                    Ok(Test { column, equal: c.equal, id: dicts[d].get(&value) })
-                })
-                .collect()
-        };
-        Ok(match filter {
-            Filter::None => Compiled::Everything,
-            Filter::All(conds) => {
-                if conds.iter().any(|c| c.dimension == "customer" && !constant(c)) {
-                    Compiled::Nothing
-                } else {
-                    let t = tests(conds)?;
-                    if t.is_empty() { Compiled::Everything } else { Compiled::All(t) }
-                }
-            }
-            Filter::Any(conds) => {
-                if conds.iter().any(|c| c.dimension == "customer" && constant(c)) {
-                    Compiled::Everything
-                } else {
-                    let t = tests(conds)?;
-                    if t.is_empty() { Compiled::Nothing } else { Compiled::Any(t) }
-                }
-            }
+        Conditions::of(filter, customer, |d, equal, value| {
+            column_of(d).map(|column| Test { column, equal, id: dicts[d].get(&value) })
         })
     }
 
@@ -1087,28 +1031,11 @@ impl TopK {
 
 impl MemoryEngine {
     fn query_rollups(&self, t: &Tenant, customer: &str, q: &Query) -> Result<Answer, QueryError> {
-        let kind = kind_of(q.family);
-        let granularity = match q.family {
-            Family::WafTopK(_) | Family::ShapingTopK(_) => {
-                // Hourly rollups while they are kept, daily (whole days) before.
-                let hourly_from =
-                    self.retention_start(Granularity::Hour).unwrap_or(i64::MIN) + Granularity::Hour.millis();
-                if q.start_ms >= hourly_from { Granularity::Hour } else { Granularity::Day }
-            }
-            _ => q.granularity.unwrap_or(Granularity::Day),
-        };
-        let stored: Vec<(usize, usize)> = q
-            .dimensions
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| *d != "customer")
-            .filter_map(|(pos, d)| dim_id(d).map(|id| (pos, id)))
-            .collect();
-        let dim_ids: Vec<usize> = stored.iter().map(|(_, id)| *id).collect();
-        let filtered: Vec<usize> = q.filter.conditions().iter().filter_map(|c| dim_id(&c.dimension)).collect();
-        let (spec_index, aggregate) = self.choose(kind, granularity, &dim_ids, &filtered).ok_or_else(|| {
-            QueryError::Unsupported("no rollup holds the dimensions filtered on together with the query's; filter on the query's dimensions".into())
-        })?;
+        let target = Target::of(&self.specs, q, self.clock.now_ms())?;
+        let (granularity, whole_range, spec_index, aggregate) =
+            (target.granularity, target.whole_range, target.spec, target.aggregate);
+        let stored = &target.stored;
+        let dim_ids = target.dim_ids();
         let spec = &self.specs[spec_index];
         let dicts = read(&t.dicts);
         let rollup = read(&t.rollups[spec_index]);
@@ -1146,7 +1073,6 @@ impl MemoryEngine {
         // Rows, either straight from the rollup (its rows are the answer's) or grouped from a finer one.
         let mut out: Vec<Row> = Vec::new();
         let mut total = 0u64;
-        let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
         let mut mask = Vec::new();
         if aggregate || whole_range {
             let mut groups: FxHashMap<(i64, Vec<u32>), Vec<u64>> = FxHashMap::default();
@@ -1281,7 +1207,7 @@ impl MemoryEngine {
         }
 
         // Columns and cells in the query's order.
-        let with_time = !matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
+        let with_time = !whole_range;
         let step = granularity.millis();
         let columns = answer_columns(q, with_time);
         let customer: Arc<str> = Arc::from(customer);

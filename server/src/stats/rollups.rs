@@ -1,7 +1,9 @@
 //! The rollup vocabulary both engines share: every dimension and its id, the metrics, which rollups are kept
 //! (kind, granularity and grouping set), which one answers a query, and how long raw security events stay.
 
-use edge_api::stats::{Family, Granularity, INTEGER_DIMENSIONS, Query, TOPK_URL_GROUPINGS};
+use edge_api::stats::{Condition, Family, Filter, Granularity, INTEGER_DIMENSIONS, Query, TOPK_URL_GROUPINGS};
+
+use super::QueryError;
 
 /// Every dimension the engine knows, across families. Its position is the dimension's id.
 pub const DIMS: [&str; 26] = [
@@ -139,7 +141,7 @@ pub(super) fn all_specs() -> Vec<Spec> {
 
 /// Which rollup serves `dims` plus the dimensions filtered on: the exact grouping set when it holds the
 /// filtered dimensions, else the smallest one that holds them all (aggregated at query time).
-pub(super) fn choose(
+fn choose(
     specs: &[Spec],
     kind: Kind,
     granularity: Granularity,
@@ -159,6 +161,113 @@ pub(super) fn choose(
         .filter(|(_, s)| need.iter().all(|d| s.dims.contains(d)))
         .min_by_key(|(_, s)| s.dims.len())
         .map(|(i, _)| (i, true))
+}
+
+/// The rollup that answers a query of a rollup family, and how: what both engines decide before they read.
+pub(super) struct Target {
+    pub(super) granularity: Granularity,
+    /// One row a combination of values over the whole range (the security top-K families), not one a bucket.
+    pub(super) whole_range: bool,
+    /// The query's dimensions held in rollups (all but `customer`, the tenant): their place in the query and
+    /// their id.
+    pub(super) stored: Vec<(usize, usize)>,
+    /// The rollup read: its index in [`all_specs`].
+    pub(super) spec: usize,
+    /// Whether the rollup holds more dimensions than the query's, so that its rows are grouped as read.
+    pub(super) aggregate: bool,
+}
+
+impl Target {
+    /// The rollup of `specs` that answers `q` at `now_ms`, at the query's granularity (daily by default), or
+    /// [`QueryError::Unsupported`] when no rollup holds the dimensions filtered on with the query's.
+    pub(super) fn of(specs: &[Spec], q: &Query, now_ms: i64) -> Result<Target, QueryError> {
+        let whole_range = matches!(q.family, Family::WafTopK(_) | Family::ShapingTopK(_));
+        let granularity = if whole_range {
+            // Hourly rollups while they are kept, daily (whole days) before.
+            let hourly_from = Granularity::Hour.kept_from(now_ms).unwrap_or(i64::MIN) + Granularity::Hour.millis();
+            if q.start_ms >= hourly_from { Granularity::Hour } else { Granularity::Day }
+        } else {
+            q.granularity.unwrap_or(Granularity::Day)
+        };
+        let stored: Vec<(usize, usize)> = q
+            .dimensions
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| *d != "customer")
+            .filter_map(|(pos, d)| dim_id(d).map(|id| (pos, id)))
+            .collect();
+        let dim_ids: Vec<usize> = stored.iter().map(|(_, id)| *id).collect();
+        let filtered: Vec<usize> = q.filter.conditions().iter().filter_map(|c| dim_id(&c.dimension)).collect();
+        let (spec, aggregate) = choose(specs, kind_of(q.family), granularity, &dim_ids, &filtered).ok_or_else(|| {
+            QueryError::Unsupported("no rollup holds the dimensions filtered on together with the query's; filter on the query's dimensions".into())
+        })?;
+        Ok(Target { granularity, whole_range, stored, spec, aggregate })
+    }
+
+    /// The ids of the query's stored dimensions, in the query's order.
+    pub(super) fn dim_ids(&self) -> Vec<usize> {
+        self.stored.iter().map(|(_, id)| *id).collect()
+    }
+}
+
+/// A filter as an engine tests it: its conditions on the `customer` dimension (the tenant, a constant)
+/// decided, each other one made into what the engine tests with.
+pub(super) enum Conditions<T> {
+    Nothing,
+    Everything,
+    All(Vec<T>),
+    Any(Vec<T>),
+}
+
+impl<T> Conditions<T> {
+    /// `filter` for the customer named `customer`: each condition on a stored dimension becomes
+    /// `test(dimension id, equal, value)`, the value of an integer dimension written as stored (`007` is
+    /// `7`; not a number, it matches no stored value); `test` gives None when what the engine reads does not
+    /// hold the dimension.
+    pub(super) fn of(
+        filter: &Filter,
+        customer: &str,
+        test: impl Fn(usize, bool, String) -> Option<T>,
+    ) -> Result<Conditions<T>, QueryError> {
+        let constant = |c: &Condition| (c.value == customer) == c.equal;
+        let tests = |conds: &[Condition]| -> Result<Vec<T>, QueryError> {
+            conds
+                .iter()
+                .filter(|c| c.dimension != "customer")
+                .map(|c| {
+                    let d = dim_id(&c.dimension)
+                        .ok_or_else(|| QueryError::Unsupported(format!("cannot filter on {}", c.dimension)))?;
+                    let value = if is_int(&c.dimension) {
+                        c.value.trim().parse::<i64>().map(|v| v.to_string()).unwrap_or_default()
+                    } else {
+                        c.value.clone()
+                    };
+                    test(d, c.equal, value).ok_or_else(|| {
+                        QueryError::Unsupported(format!("no rollup holds {} for this query", c.dimension))
+                    })
+                })
+                .collect()
+        };
+        Ok(match filter {
+            Filter::None => Conditions::Everything,
+            Filter::All(conds) => {
+                if conds.iter().any(|c| c.dimension == "customer" && !constant(c)) {
+                    Conditions::Nothing
+                } else {
+                    let t = tests(conds)?;
+                    if t.is_empty() { Conditions::Everything } else { Conditions::All(t) }
+                }
+            }
+            Filter::Any(conds) => {
+                if conds.iter().any(|c| c.dimension == "customer" && constant(c)) {
+                    Conditions::Everything
+                } else {
+                    let t = tests(conds)?;
+                    if t.is_empty() { Conditions::Nothing } else { Conditions::Any(t) }
+                }
+            }
+        })
+    }
 }
 
 pub(super) fn day_start(ms: i64) -> i64 {
