@@ -250,8 +250,8 @@ const WAL_MAGIC: u32 = 0x4544_4757;
 const SNAPSHOT_MAGIC_V1: u32 = 0x4544_4753;
 /// Snapshots whose tenants end with their kept keys.
 const SNAPSHOT_MAGIC: u32 = 0x4544_4754;
-/// A checkpoint is taken by the housekeeping when the log grows past this.
-pub const CHECKPOINT_WAL_BYTES: u64 = 256 * 1024 * 1024;
+/// A checkpoint is taken by the upkeep when the log grows past this.
+const CHECKPOINT_WAL_BYTES: u64 = 256 * 1024 * 1024;
 
 fn hash64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
@@ -1544,6 +1544,18 @@ impl StatsEngine for MemoryEngine {
 
     fn log_bytes(&self) -> u64 {
         self.log.bytes()
+    }
+
+    /// Also writes a snapshot when the log has grown past [`CHECKPOINT_WAL_BYTES`], or with `retention` when it
+    /// holds anything.
+    fn maintain(&self, now_ms: i64, retention: bool) -> anyhow::Result<()> {
+        if retention {
+            self.enforce_retention(now_ms)?;
+        }
+        if self.log_bytes() > CHECKPOINT_WAL_BYTES || (retention && self.log_bytes() > 0) {
+            self.checkpoint()?;
+        }
+        Ok(())
     }
 
     fn footprint(&self) -> Footprint {

@@ -185,6 +185,15 @@ pub trait StatsEngine: Send + Sync + 'static {
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()>;
     /// Writes a snapshot so the log can be emptied.
     fn checkpoint(&self) -> anyhow::Result<()>;
+    /// One round of the periodic upkeep, every minute: with `retention` (every ten minutes)
+    /// [`StatsEngine::enforce_retention`]; an engine with a log of its own also checkpoints when the log calls
+    /// for it.
+    fn maintain(&self, now_ms: i64, retention: bool) -> anyhow::Result<()> {
+        if retention {
+            self.enforce_retention(now_ms)?;
+        }
+        Ok(())
+    }
     /// Bytes logged since the last checkpoint.
     fn log_bytes(&self) -> u64;
     fn footprint(&self) -> Footprint;
