@@ -28,6 +28,56 @@ impl Enc {
     }
 }
 
+/// Reads what [`Enc`] (and the snapshot's writer) wrote, from either source of bytes: [`Dec`], a slice (the
+/// log, read whole), or [`Stream`], a reader (a snapshot, decoded as it is read: it can be as large as the
+/// engine's memory).
+pub(super) trait Decode {
+    /// Fills `buf` with the next bytes; fails when fewer are left.
+    fn fill(&mut self, buf: &mut [u8]) -> anyhow::Result<()>;
+
+    fn array<const N: usize>(&mut self) -> anyhow::Result<[u8; N]> {
+        let mut b = [0u8; N];
+        self.fill(&mut b)?;
+        Ok(b)
+    }
+    fn u8(&mut self) -> anyhow::Result<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+    fn u32(&mut self) -> anyhow::Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> anyhow::Result<u64> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> anyhow::Result<i64> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+    /// The next `n` bytes.
+    fn bytes(&mut self, n: usize) -> anyhow::Result<Vec<u8>> {
+        let mut b = vec![0u8; n];
+        self.fill(&mut b)?;
+        Ok(b)
+    }
+    /// Text as [`Enc::str`] writes it.
+    fn text(&mut self) -> anyhow::Result<String> {
+        let n = self.u32()? as usize;
+        Ok(String::from_utf8(self.bytes(n)?)?)
+    }
+    /// A count (u64), then as many u32s.
+    fn u32s(&mut self) -> anyhow::Result<Vec<u32>> {
+        let n = self.u64()? as usize;
+        let raw = self.bytes(n * 4)?;
+        Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+    /// A count (u64), then as many u64s.
+    fn u64s(&mut self) -> anyhow::Result<Vec<u64>> {
+        let n = self.u64()? as usize;
+        let raw = self.bytes(n * 8)?;
+        Ok(raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
+    }
+}
+
+/// Decoding from a slice, whose text and bytes it can lend rather than copy.
 pub(super) struct Dec<'a>(pub(super) &'a [u8]);
 
 impl<'a> Dec<'a> {
@@ -37,21 +87,26 @@ impl<'a> Dec<'a> {
         self.0 = b;
         Ok(a)
     }
-    pub(super) fn u8(&mut self) -> anyhow::Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-    pub(super) fn u32(&mut self) -> anyhow::Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into()?))
-    }
-    pub(super) fn u64(&mut self) -> anyhow::Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into()?))
-    }
-    pub(super) fn i64(&mut self) -> anyhow::Result<i64> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into()?))
-    }
+    /// [`Decode::text`], lent.
     pub(super) fn str(&mut self) -> anyhow::Result<&'a str> {
         let n = self.u32()? as usize;
         Ok(std::str::from_utf8(self.take(n)?)?)
+    }
+}
+
+impl Decode for Dec<'_> {
+    fn fill(&mut self, buf: &mut [u8]) -> anyhow::Result<()> {
+        buf.copy_from_slice(self.take(buf.len())?);
+        Ok(())
+    }
+}
+
+/// Decoding from a reader.
+pub(super) struct Stream<R>(pub(super) R);
+
+impl<R: std::io::Read> Decode for Stream<R> {
+    fn fill(&mut self, buf: &mut [u8]) -> anyhow::Result<()> {
+        Ok(self.0.read_exact(buf)?)
     }
 }
 

@@ -43,8 +43,8 @@ mod write;
 
 use aggregate::{Mapping, Plan, Records, Work};
 use codec::{
-    Dec, KIND_ACCESS, KIND_ACCESS_KEYED, KIND_ACCESS_ROWS, KIND_SECURITY, KIND_SECURITY_KEYED, KIND_SECURITY_ROWS,
-    decode_access, decode_access_rows, decode_security, decode_security_rows,
+    Dec, Decode, KIND_ACCESS, KIND_ACCESS_KEYED, KIND_ACCESS_ROWS, KIND_SECURITY, KIND_SECURITY_KEYED,
+    KIND_SECURITY_ROWS, decode_access, decode_access_rows, decode_security, decode_security_rows,
 };
 use snapshot::load_snapshot;
 use tenant::{Tenant, lock, read, write};

@@ -4,7 +4,7 @@
 use std::{
     collections::HashMap,
     fs::File,
-    io::{BufReader, BufWriter, Read, Write},
+    io::{BufReader, BufWriter, Write},
     path::Path,
 };
 
@@ -13,7 +13,7 @@ use anyhow::Context;
 use super::{
     MAX_IDS, MemoryEngine,
     block::Block,
-    codec::{Dec, Enc},
+    codec::{Dec, Decode, Enc, Stream},
     keys,
     tenant::{Tenant, get_mut, get_mut_mutex, lock, read},
 };
@@ -100,35 +100,6 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
     Ok(())
 }
 
-struct Reader<R: Read>(R);
-
-impl<R: Read> Reader<R> {
-    fn bytes<const N: usize>(&mut self) -> anyhow::Result<[u8; N]> {
-        let mut b = [0u8; N];
-        self.0.read_exact(&mut b)?;
-        Ok(b)
-    }
-    fn u32(&mut self) -> anyhow::Result<u32> {
-        Ok(u32::from_le_bytes(self.bytes()?))
-    }
-    fn u64(&mut self) -> anyhow::Result<u64> {
-        Ok(u64::from_le_bytes(self.bytes()?))
-    }
-    fn u32s(&mut self) -> anyhow::Result<Vec<u32>> {
-        let n = self.u64()? as usize;
-        let mut raw = vec![0u8; n * 4];
-        self.0.read_exact(&mut raw)?;
-        Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
-    }
-    fn u64s(&mut self) -> anyhow::Result<Vec<u64>> {
-        let n = self.u64()? as usize;
-        let mut raw = vec![0u8; n * 8];
-        self.0.read_exact(&mut raw)?;
-        Ok(raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect())
-    }
-}
-
-/// Loads a snapshot; returns the log sequence number it includes.
 /// Loads a snapshot (of this version, or of the one before kept keys); returns the log sequence number it
 /// includes. Kept keys older than a day at `now_ms` are not loaded.
 pub(super) fn load_snapshot(
@@ -137,7 +108,7 @@ pub(super) fn load_snapshot(
     now_ms: i64,
     tenants: &mut HashMap<CustomerId, Tenant>,
 ) -> anyhow::Result<u64> {
-    let mut r = Reader(BufReader::with_capacity(1 << 20, File::open(path)?));
+    let mut r = Stream(BufReader::with_capacity(1 << 20, File::open(path)?));
     let with_keys = match r.u32()? {
         SNAPSHOT_MAGIC => true,
         SNAPSHOT_MAGIC_V1 => false,
@@ -152,10 +123,7 @@ pub(super) fn load_snapshot(
         for d in get_mut(&mut t.dicts).iter_mut() {
             let count = r.u32()?;
             for _ in 0..count {
-                let len = r.u32()? as usize;
-                let mut b = vec![0u8; len];
-                r.0.read_exact(&mut b)?;
-                d.id(&String::from_utf8(b)?, MAX_IDS).context("dictionary full")?;
+                d.id(&r.text()?, MAX_IDS).context("dictionary full")?;
             }
         }
         for rollup in &mut t.rollups {
@@ -171,14 +139,13 @@ pub(super) fn load_snapshot(
         }
         let ev = get_mut(&mut t.events);
         ev.ts = r.u64s()?.into_iter().map(|x| x as i64).collect();
-        ev.sorted = r.bytes::<1>()?[0] == 1;
+        ev.sorted = r.u8()? == 1;
         for c in &mut ev.cols {
             *c = r.u32s()?;
         }
         if with_keys {
             let len = r.u64()? as usize;
-            let mut raw = vec![0u8; len];
-            r.0.read_exact(&mut raw)?;
+            let raw = r.bytes(len)?;
             *get_mut_mutex(&mut t.keys) = keys::Keys::decode(&mut Dec(&raw), now_ms)?;
         }
         let held = t.footprint();
