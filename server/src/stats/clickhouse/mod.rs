@@ -125,10 +125,10 @@ impl Drop for ClickHouseEngine {
     }
 }
 
-/// Why a request to ClickHouse failed.
 /// How long a readiness probe waits for ClickHouse.
 const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
 
+/// Why a request to ClickHouse failed.
 enum Failure {
     /// It could not be reached, or did not answer in time: worth retrying later.
     Unavailable(String),
@@ -536,7 +536,6 @@ fn firsts(c: &Column) -> Vec<u32> {
 }
 
 impl ClickHouseEngine {
-    /// Connects, creates the database and schema when missing, and checks the schema's version.
     /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
     pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
         self.daily_retention_days = days;
@@ -548,6 +547,7 @@ impl ClickHouseEngine {
         self.tables.iter().zip(&self.specs).any(|(t, s)| t == table && s.granularity == Granularity::Day)
     }
 
+    /// Connects, creates the database and schema when missing, and checks the schema's version.
     pub fn open(url: &StatsUrl, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
