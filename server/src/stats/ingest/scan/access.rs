@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::{AccessLine, plain_len};
+use super::{super::lines::AccessLine, plain_len};
 
 /// The fields of an access-log line, in the order shippers write them (the bench's logs, the README's).
 const FIELDS: [&str; 23] = [
@@ -52,7 +52,7 @@ fn number_kind(field: usize) -> (u64, bool) {
     }
 }
 
-pub(super) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
+pub(in crate::stats::ingest) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
     let b = line.as_bytes();
     let mut at = 0;
     let ws = |at: &mut usize| {
