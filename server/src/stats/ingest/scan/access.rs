@@ -115,8 +115,11 @@ pub(in crate::stats::ingest) fn scan_access(line: &str) -> Option<AccessLine<'_>
                 b'1'..=b'9' => {
                     let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
                     let v: u64 = line.get(at..at + digits)?.parse().ok()?;
+                    if v > max {
+                        return None;
+                    }
                     at += digits;
-                    Some(v).filter(|v| *v <= max)
+                    Some(v)
                 }
                 _ => return None,
             };
@@ -224,6 +227,7 @@ mod tests {
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":65536,"scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":256,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","hits":18446744073709551616}"#,
+            r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","gna_cache_status":256}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":null,"scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":"200","scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","request_time_ms":null}"#,
