@@ -8,6 +8,131 @@ mod security;
 pub(super) use access::scan_access;
 pub(super) use security::scan_security;
 
+/// A cursor over one line, reading the tokens of the plain shape — whitespace, strings without escapes or
+/// control characters, non-negative integers written plainly, `null` — and refusing (None) anything else.
+struct Lexer<'a> {
+    line: &'a str,
+    at: usize,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(line: &'a str) -> Self {
+        Lexer { line, at: 0 }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.line.as_bytes().get(self.at).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while self.peek().is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    /// Steps over `c` if it comes next.
+    #[inline]
+    fn eat(&mut self, c: u8) -> bool {
+        let found = self.peek() == Some(c);
+        self.at += usize::from(found);
+        found
+    }
+
+    /// The start of an object that is not empty (an empty one is serde's to judge).
+    #[inline]
+    fn open(&mut self) -> Option<()> {
+        self.ws();
+        if !self.eat(b'{') {
+            return None;
+        }
+        self.ws();
+        (self.peek() != Some(b'}')).then_some(())
+    }
+
+    /// A string with no escape or control character, left after its closing quote.
+    #[inline]
+    fn string(&mut self) -> Option<&'a str> {
+        let b = self.line.as_bytes();
+        if b.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        let start = self.at + 1;
+        let len = plain_len(b.get(start..)?)?;
+        if b[start + len] != b'"' {
+            return None;
+        }
+        self.at = start + len + 1;
+        self.line.get(start..start + len)
+    }
+
+    /// A member's key and its colon, left at the value.
+    #[inline]
+    fn key(&mut self) -> Option<&'a str> {
+        self.ws();
+        let key = self.string()?;
+        self.ws();
+        if !self.eat(b':') {
+            return None;
+        }
+        self.ws();
+        Some(key)
+    }
+
+    /// A non-negative integer up to `max` written plainly (`0`, or digits not starting with 0), or `null`
+    /// (`Some(None)`) where `nullable`, ending where the value may end. `1.5`, `1e3`, `-1`, `01`, `12x` and
+    /// numbers out of range are serde's to judge.
+    #[inline]
+    fn number(&mut self, max: u64, nullable: bool) -> Option<Option<u64>> {
+        let b = self.line.as_bytes();
+        let value = match self.peek()? {
+            b'n' if nullable && b.get(self.at..self.at + 4) == Some(b"null") => {
+                self.at += 4;
+                None
+            }
+            b'0' => {
+                self.at += 1;
+                Some(0)
+            }
+            b'1'..=b'9' => {
+                let digits = b[self.at..].iter().take_while(|c| c.is_ascii_digit()).count();
+                let v: u64 = self.line.get(self.at..self.at + digits)?.parse().ok()?;
+                if v > max {
+                    return None;
+                }
+                self.at += digits;
+                Some(v)
+            }
+            _ => return None,
+        };
+        matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}')).then_some(value)
+    }
+
+    /// After a member: true when another follows (`,`), false when the object ends (`}`).
+    #[inline]
+    fn more(&mut self) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.at += 1;
+                Some(true)
+            }
+            b'}' => {
+                self.at += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether nothing but whitespace follows.
+    fn end(&mut self) -> bool {
+        self.ws();
+        self.at == self.line.len()
+    }
+}
+
 /// Where the first quote, backslash or control character of `s` is: the end of a string without escapes, or
 /// of its plain start. Eight bytes at a time (the lowest flagged byte of each test is exact).
 fn plain_len(s: &[u8]) -> Option<usize> {

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use super::{
     super::{batch::SECURITY_DIMS, lines::SecurityLine},
-    plain_len,
+    Lexer,
 };
 
 /// Reads a security event of the plain shape every shipper writes — each field once, strings without escapes
@@ -13,47 +13,13 @@ use super::{
 /// JSON) is None, and serde reads the line instead: it decides, and words the reason, for every line this
 /// one does not take, so the two agree on what is accepted and what it holds.
 pub(in crate::stats::ingest) fn scan_security(line: &str) -> Option<SecurityLine<'_>> {
-    let b = line.as_bytes();
-    let mut at = 0;
-    let ws = |at: &mut usize| {
-        while b.get(*at).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
-            *at += 1;
-        }
-    };
-    // A string with no escape or control character; `at` at its opening quote, left after its closing one.
-    let string = |at: &mut usize| -> Option<&str> {
-        let start = *at + 1;
-        let len = plain_len(b.get(start..)?)?;
-        if b[start + len] != b'"' {
-            return None;
-        }
-        *at = start + len + 1;
-        line.get(start..start + len)
-    };
+    let mut lx = Lexer::new(line);
     let mut l = SecurityLine::default();
     let mut seen = 0u16;
     let mut next = 0;
-    ws(&mut at);
-    if b.get(at) != Some(&b'{') {
-        return None;
-    }
-    at += 1;
-    ws(&mut at);
-    if b.get(at) == Some(&b'}') {
-        return None;
-    }
+    lx.open()?;
     loop {
-        ws(&mut at);
-        if b.get(at) != Some(&b'"') {
-            return None;
-        }
-        let key = string(&mut at)?;
-        ws(&mut at);
-        if b.get(at) != Some(&b':') {
-            return None;
-        }
-        at += 1;
-        ws(&mut at);
+        let key = lx.key()?;
         // Shippers write the fields in one order: the one after the last is tried first.
         let field = if is_security_field(next, key) {
             next
@@ -66,32 +32,9 @@ pub(in crate::stats::ingest) fn scan_security(line: &str) -> Option<SecurityLine
         }
         seen |= 1 << field;
         if field == CLIENT_ASN {
-            l.client_asn = match b.get(at)? {
-                b'n' if b.get(at..at + 4) == Some(b"null") => {
-                    at += 4;
-                    None
-                }
-                b'0' => {
-                    at += 1;
-                    Some(0)
-                }
-                b'1'..=b'9' => {
-                    let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
-                    let v: u32 = line.get(at..at + digits)?.parse().ok()?;
-                    at += digits;
-                    Some(v)
-                }
-                _ => return None,
-            };
-            // `1.5`, `1e3` and `12x` are serde's to judge.
-            if !matches!(b.get(at), Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}')) {
-                return None;
-            }
+            l.client_asn = lx.number(u64::from(u32::MAX), true)?.map(|v| v as u32);
         } else {
-            if b.get(at) != Some(&b'"') {
-                return None;
-            }
-            let v = Cow::Borrowed(string(&mut at)?);
+            let v = Cow::Borrowed(lx.string()?);
             *match field {
                 0 => &mut l.timestamp,
                 1 => &mut l.source,
@@ -109,20 +52,13 @@ pub(in crate::stats::ingest) fn scan_security(line: &str) -> Option<SecurityLine
                 _ => &mut l.request_path,
             } = v;
         }
-        ws(&mut at);
-        match b.get(at)? {
-            b',' => at += 1,
-            b'}' => {
-                at += 1;
-                break;
-            }
-            _ => return None,
+        if !lx.more()? {
+            break;
         }
     }
-    ws(&mut at);
     // Trailing characters, or a required field missing: serde's to word.
     const REQUIRED: u16 = 1 << 0 | 1 << 1 | 1 << 7; // timestamp, source, domain
-    if at != b.len() || seen & REQUIRED != REQUIRED {
+    if !lx.end() || seen & REQUIRED != REQUIRED {
         return None;
     }
     Some(l)
