@@ -232,68 +232,54 @@ async fn ingest_with<B: Send + 'static>(
     Ok(response)
 }
 
-/// Ingest access-log records: NDJSON, one record per line (see docs/api.md). Good lines are stored (durably,
-/// before the answer) even when others are rejected.
-#[utoipa::path(post, path = "/ingest/accesslogs", tag = "ingestion",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Optional: 1 to 200 printable ASCII characters naming this chunk (e.g. file and offset), scoped to the customer and the endpoint. A chunk stored with a key is stored once: a retry with the same key and body stores nothing and gets the first answer again (with Idempotent-Replayed: true), also after a crash of the server or of the statistics database in the middle of the first attempt. Keys are kept at least 24 hours (the embedded engine keeps at most 100,000 a customer, forgetting the oldest first); a body with no valid record keeps no key. Without the header a retry stores the chunk again.")),
-    request_body(content = String, content_type = "application/x-ndjson", description = "One access-log record per line"),
-    responses(
-        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected; and the dimensions whose new values were stored as (other) because the customer holds as many distinct values of them as the server allows (--stats-max-values), with how many records. A retry of a chunk already stored with its Idempotency-Key gets the first answer and the header Idempotent-Replayed: true", body = IngestResult,
-            headers(("Idempotent-Replayed" = String, description = "`true` when the answer is the kept one of an earlier request with the same Idempotency-Key (nothing was stored)"))),
-        (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding (invalid_encoding); invalid_header: the Idempotency-Key is not 1 to 200 printable ASCII characters, or is sent twice", body = ErrorBody),
-        (status = 401, description = "Not authenticated", body = ErrorBody),
-        (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
-        (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
-        (status = 409, description = "statistics_full: the customer's statistics hold as many rows as the server allows (--stats-max-rows); nothing was stored. Rows make room as they pass their retention. idempotency_key_in_use (with Retry-After: 1): a request with the same Idempotency-Key is being handled; retry for its answer", body = ErrorBody),
-        (status = 422, description = "idempotency_key_reused: the Idempotency-Key was kept for a request with another body; nothing was stored", body = ErrorBody),
-    ))]
-async fn ingest_access(
-    State(state): State<AppState>,
-    Allowed(caller, _): Allowed<perm::Ingest>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<Response> {
-    ingest_with(&state, &caller, &headers, body, Endpoint::AccessLogs, ingest::parse_access, |e, c, b, k| {
-        let stored = match k {
-            Some(k) => e.ingest_access_keyed(c, b, k),
-            None => e.ingest_access(c, b),
-        };
-        stored.map(|stored| (b.len() as u64, stored))
-    })
-    .await
+/// Declares an ingestion operation: both take and answer the same, but for what a line holds and where it is
+/// stored.
+macro_rules! ingest_route {
+    ($(#[$doc:meta])* $name:ident $path:literal, $line:literal, $endpoint:expr, $parse:path, $store:ident, $store_keyed:ident) => {
+        $(#[$doc])*
+        #[utoipa::path(post, path = $path, tag = "ingestion",
+            params(("Idempotency-Key" = Option<String>, Header, description = "Optional: 1 to 200 printable ASCII characters naming this chunk (e.g. file and offset), scoped to the customer and the endpoint. A chunk stored with a key is stored once: a retry with the same key and body stores nothing and gets the first answer again (with Idempotent-Replayed: true), also after a crash of the server or of the statistics database in the middle of the first attempt. Keys are kept at least 24 hours (the embedded engine keeps at most 100,000 a customer, forgetting the oldest first); a body with no valid record keeps no key. Without the header a retry stores the chunk again.")),
+            request_body(content = String, content_type = "application/x-ndjson", description = $line),
+            responses(
+                (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected; and the dimensions whose new values were stored as (other) because the customer holds as many distinct values of them as the server allows (--stats-max-values), with how many records. A retry of a chunk already stored with its Idempotency-Key gets the first answer and the header Idempotent-Replayed: true", body = IngestResult,
+                    headers(("Idempotent-Replayed" = String, description = "`true` when the answer is the kept one of an earlier request with the same Idempotency-Key (nothing was stored)"))),
+                (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding (invalid_encoding); invalid_header: the Idempotency-Key is not 1 to 200 printable ASCII characters, or is sent twice", body = ErrorBody),
+                (status = 401, description = "Not authenticated", body = ErrorBody),
+                (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
+                (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
+                (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
+                (status = 409, description = "statistics_full: the customer's statistics hold as many rows as the server allows (--stats-max-rows); nothing was stored. Rows make room as they pass their retention. idempotency_key_in_use (with Retry-After: 1): a request with the same Idempotency-Key is being handled; retry for its answer", body = ErrorBody),
+                (status = 422, description = "idempotency_key_reused: the Idempotency-Key was kept for a request with another body; nothing was stored", body = ErrorBody),
+            ))]
+        async fn $name(
+            State(state): State<AppState>,
+            Allowed(caller, _): Allowed<perm::Ingest>,
+            headers: HeaderMap,
+            body: Bytes,
+        ) -> AppResult<Response> {
+            ingest_with(&state, &caller, &headers, body, $endpoint, $parse, |e, c, b, k| {
+                let stored = match k {
+                    Some(k) => e.$store_keyed(c, b, k),
+                    None => e.$store(c, b),
+                };
+                stored.map(|stored| (b.len() as u64, stored))
+            })
+            .await
+        }
+    };
 }
 
-/// Ingest security events: NDJSON, one event per line (see docs/api.md).
-#[utoipa::path(post, path = "/ingest/securityevents", tag = "ingestion",
-    params(("Idempotency-Key" = Option<String>, Header, description = "Optional: 1 to 200 printable ASCII characters naming this chunk (e.g. file and offset), scoped to the customer and the endpoint. A chunk stored with a key is stored once: a retry with the same key and body stores nothing and gets the first answer again (with Idempotent-Replayed: true), also after a crash of the server or of the statistics database in the middle of the first attempt. Keys are kept at least 24 hours (the embedded engine keeps at most 100,000 a customer, forgetting the oldest first); a body with no valid record keeps no key. Without the header a retry stores the chunk again.")),
-    request_body(content = String, content_type = "application/x-ndjson", description = "One security event per line"),
-    responses(
-        (status = 200, description = "How many were accepted; the first 100 rejected lines with their numbers and why, and how many more were rejected; and the dimensions whose new values were stored as (other) because the customer holds as many distinct values of them as the server allows (--stats-max-values), with how many records. A retry of a chunk already stored with its Idempotency-Key gets the first answer and the header Idempotent-Replayed: true", body = IngestResult,
-            headers(("Idempotent-Replayed" = String, description = "`true` when the answer is the kept one of an earlier request with the same Idempotency-Key (nothing was stored)"))),
-        (status = 400, description = "The body is not UTF-8, or not valid for its Content-Encoding (invalid_encoding); invalid_header: the Idempotency-Key is not 1 to 200 printable ASCII characters, or is sent twice", body = ErrorBody),
-        (status = 401, description = "Not authenticated", body = ErrorBody),
-        (status = 403, description = "Ingestion needs the operator or admin role", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts, before or after decompression; nothing was stored", body = ErrorBody),
-        (status = 415, description = "Not NDJSON, or a Content-Encoding other than gzip and zstd", body = ErrorBody),
-        (status = 409, description = "statistics_full: the customer's statistics hold as many rows as the server allows (--stats-max-rows); nothing was stored. Rows make room as they pass their retention. idempotency_key_in_use (with Retry-After: 1): a request with the same Idempotency-Key is being handled; retry for its answer", body = ErrorBody),
-        (status = 422, description = "idempotency_key_reused: the Idempotency-Key was kept for a request with another body; nothing was stored", body = ErrorBody),
-    ))]
-async fn ingest_security(
-    State(state): State<AppState>,
-    Allowed(caller, _): Allowed<perm::Ingest>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> AppResult<Response> {
-    ingest_with(&state, &caller, &headers, body, Endpoint::SecurityEvents, ingest::parse_security, |e, c, b, k| {
-        let stored = match k {
-            Some(k) => e.ingest_security_keyed(c, b, k),
-            None => e.ingest_security(c, b),
-        };
-        stored.map(|stored| (b.len() as u64, stored))
-    })
-    .await
-}
+ingest_route!(
+    /// Ingest access-log records: NDJSON, one record per line (see docs/api.md). Good lines are stored (durably,
+    /// before the answer) even when others are rejected.
+    ingest_access "/ingest/accesslogs", "One access-log record per line",
+    Endpoint::AccessLogs, ingest::parse_access, ingest_access, ingest_access_keyed
+);
+ingest_route!(
+    /// Ingest security events: NDJSON, one event per line (see docs/api.md).
+    ingest_security "/ingest/securityevents", "One security event per line",
+    Endpoint::SecurityEvents, ingest::parse_security, ingest_security, ingest_security_keyed
+);
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(ingest_access)).routes(routes!(ingest_security))
