@@ -16,16 +16,17 @@ struct Lexer<'a> {
 }
 
 impl<'a> Lexer<'a> {
+    #[inline(always)]
     fn new(line: &'a str) -> Self {
         Lexer { line, at: 0 }
     }
 
-    #[inline]
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.line.as_bytes().get(self.at).copied()
     }
 
-    #[inline]
+    #[inline(always)]
     fn ws(&mut self) {
         while self.peek().is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
@@ -33,7 +34,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// Steps over `c` if it comes next.
-    #[inline]
+    #[inline(always)]
     fn eat(&mut self, c: u8) -> bool {
         let found = self.peek() == Some(c);
         self.at += usize::from(found);
@@ -41,7 +42,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The start of an object that is not empty (an empty one is serde's to judge).
-    #[inline]
+    #[inline(always)]
     fn open(&mut self) -> Option<()> {
         self.ws();
         if !self.eat(b'{') {
@@ -52,7 +53,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// A string with no escape or control character, left after its closing quote.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Option<&'a str> {
         let b = self.line.as_bytes();
         if b.get(self.at) != Some(&b'"') {
@@ -68,7 +69,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// A member's key and its colon, left at the value.
-    #[inline]
+    #[inline(always)]
     fn key(&mut self) -> Option<&'a str> {
         self.ws();
         let key = self.string()?;
@@ -83,7 +84,7 @@ impl<'a> Lexer<'a> {
     /// A non-negative integer up to `max` written plainly (`0`, or digits not starting with 0), or `null`
     /// (`Some(None)`) where `nullable`, ending where the value may end. `1.5`, `1e3`, `-1`, `01`, `12x` and
     /// numbers out of range are serde's to judge.
-    #[inline]
+    #[inline(always)]
     fn number(&mut self, max: u64, nullable: bool) -> Option<Option<u64>> {
         let b = self.line.as_bytes();
         let value = match self.peek()? {
@@ -110,7 +111,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// After a member: true when another follows (`,`), false when the object ends (`}`).
-    #[inline]
+    #[inline(always)]
     fn more(&mut self) -> Option<bool> {
         self.ws();
         match self.peek()? {
@@ -127,6 +128,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// Whether nothing but whitespace follows.
+    #[inline(always)]
     fn end(&mut self) -> bool {
         self.ws();
         self.at == self.line.len()
@@ -135,6 +137,7 @@ impl<'a> Lexer<'a> {
 
 /// Where the first quote, backslash or control character of `s` is: the end of a string without escapes, or
 /// of its plain start. Eight bytes at a time (the lowest flagged byte of each test is exact).
+#[inline(always)]
 fn plain_len(s: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
