@@ -1,7 +1,10 @@
 //! Statistics behind one interface, [`StatsEngine`]: ingestion of access logs and security events, rollups,
-//! retention and queries. The embedded engine ([`memory::MemoryEngine`]) keeps dictionary-encoded columnar
-//! rollups in memory, made durable by a write-ahead log and snapshots in the data dir; the ClickHouse engine
-//! ([`clickhouse::ClickHouseEngine`], chosen with `--stats-url`) keeps the same rollups in ClickHouse tables.
+//! retention and queries. The embedded engine ([`memory::MemoryEngine`], in `memory/`) keeps dictionary-encoded
+//! columnar rollups in memory, made durable by a write-ahead log and snapshots in the data dir; the ClickHouse
+//! engine ([`clickhouse::ClickHouseEngine`], in `clickhouse/`, chosen with `--stats-url`) keeps the same rollups
+//! in ClickHouse tables. Neither imports the other: both take their vocabulary from `rollups` (dimensions and
+//! metrics, the rollups kept, which one answers a query, how a filter applies) and their batches from
+//! [`ingest`] (NDJSON bodies parsed into columns); [`demo`] makes the demo account's traffic.
 
 pub mod clickhouse;
 pub mod demo;
