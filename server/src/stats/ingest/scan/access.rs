@@ -53,20 +53,11 @@ fn number_kind(field: usize) -> (u64, bool) {
 }
 
 pub(in crate::stats::ingest) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
-    let mut lx = Lexer::new(line);
     let mut l = AccessLine::default();
-    let mut seen = 0u32;
-    let mut next = 0;
-    lx.open()?;
-    loop {
-        let key = lx.key()?;
-        // Shippers write the fields in one order: the one after the last is tried first.
-        let field = if FIELDS.get(next) == Some(&key) { next } else { FIELDS.iter().position(|f| *f == key)? };
-        next = field + 1;
-        if seen & (1 << field) != 0 {
-            return None;
-        }
-        seen |= 1 << field;
+    let field = |next: usize, key: &str| {
+        if FIELDS.get(next) == Some(&key) { Some(next) } else { FIELDS.iter().position(|f| *f == key) }
+    };
+    let seen = Lexer::new(line).object(field, |lx, field| {
         if field >= FIRST_NUMBER && field != 14 {
             let (max, nullable) = number_kind(field);
             match (field, lx.number(max, nullable)?) {
@@ -100,15 +91,10 @@ pub(in crate::stats::ingest) fn scan_access(line: &str) -> Option<AccessLine<'_>
                 _ => &mut l.request_url,
             } = v;
         }
-        if !lx.more()? {
-            break;
-        }
-    }
-    // Trailing characters, or a required field missing: serde's to word.
-    if !lx.end() || seen & REQUIRED != REQUIRED {
-        return None;
-    }
-    Some(l)
+        Some(())
+    })?;
+    // A required field missing: serde's to word.
+    (seen & REQUIRED == REQUIRED).then_some(l)
 }
 
 #[cfg(test)]

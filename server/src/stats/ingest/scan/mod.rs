@@ -127,6 +127,35 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// An object of the plain shape, read member by member: `field` names the field of each key (given the one
+    /// after the last read, the likely one: shippers write the fields in one order), each field comes at most
+    /// once, and `value` reads each value. The fields seen, a bit each; None for anything else (an unknown or
+    /// repeated field, a value `value` does not take, anything but whitespace after the object).
+    #[inline(always)]
+    fn object(
+        &mut self,
+        field: impl Fn(usize, &str) -> Option<usize>,
+        mut value: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<u32> {
+        let mut seen = 0u32;
+        let mut next = 0;
+        self.open()?;
+        loop {
+            let key = self.key()?;
+            let f = field(next, key)?;
+            next = f + 1;
+            if seen & (1 << f) != 0 {
+                return None;
+            }
+            seen |= 1 << f;
+            value(self, f)?;
+            if !self.more()? {
+                break;
+            }
+        }
+        self.end().then_some(seen)
+    }
+
     /// Whether nothing but whitespace follows.
     #[inline(always)]
     fn end(&mut self) -> bool {

@@ -13,24 +13,15 @@ use super::{
 /// JSON) is None, and serde reads the line instead: it decides, and words the reason, for every line this
 /// one does not take, so the two agree on what is accepted and what it holds.
 pub(in crate::stats::ingest) fn scan_security(line: &str) -> Option<SecurityLine<'_>> {
-    let mut lx = Lexer::new(line);
     let mut l = SecurityLine::default();
-    let mut seen = 0u16;
-    let mut next = 0;
-    lx.open()?;
-    loop {
-        let key = lx.key()?;
-        // Shippers write the fields in one order: the one after the last is tried first.
-        let field = if is_security_field(next, key) {
-            next
+    let field = |next: usize, key: &str| {
+        if is_security_field(next, key) {
+            Some(next)
         } else {
-            (0..=SECURITY_DIMS.len()).find(|f| is_security_field(*f, key))?
-        };
-        next = field + 1;
-        if seen & (1 << field) != 0 {
-            return None;
+            (0..=SECURITY_DIMS.len()).find(|f| is_security_field(*f, key))
         }
-        seen |= 1 << field;
+    };
+    let seen = Lexer::new(line).object(field, |lx, field| {
         if field == CLIENT_ASN {
             l.client_asn = lx.number(u64::from(u32::MAX), true)?.map(|v| v as u32);
         } else {
@@ -52,16 +43,11 @@ pub(in crate::stats::ingest) fn scan_security(line: &str) -> Option<SecurityLine
                 _ => &mut l.request_path,
             } = v;
         }
-        if !lx.more()? {
-            break;
-        }
-    }
-    // Trailing characters, or a required field missing: serde's to word.
-    const REQUIRED: u16 = 1 << 0 | 1 << 1 | 1 << 7; // timestamp, source, domain
-    if !lx.end() || seen & REQUIRED != REQUIRED {
-        return None;
-    }
-    Some(l)
+        Some(())
+    })?;
+    // A required field missing: serde's to word.
+    const REQUIRED: u32 = 1 << 0 | 1 << 1 | 1 << 7; // timestamp, source, domain
+    (seen & REQUIRED == REQUIRED).then_some(l)
 }
 
 const CLIENT_ASN: usize = 13;
