@@ -29,10 +29,11 @@ use edge_server::{
 };
 
 use crate::{
-    Args, ingest,
+    Args,
+    compare::{self, DAY, DUCKDB_TIMED, EVENT_COLUMNS, PASSWORD, Query, WARMUP, percentile},
+    ingest,
     logs::{self, Shape},
     server::{self, Server, load_average},
-    stats::{self, DAY, DUCKDB_TIMED, EVENT_COLUMNS, PASSWORD, Query, WARMUP, percentile},
 };
 
 /// Timed runs of each query (after [`WARMUP`] untimed ones): enough for a p99.
@@ -77,7 +78,7 @@ pub fn run(args: &Args) -> Result<()> {
         connections: args.number("--connections")?.unwrap_or(CONNECTIONS),
         access: work.join("access.ndjson"),
         security: work.join("security.ndjson"),
-        queries: stats::queries(end),
+        queries: compare::queries(end),
     };
     // The records fill the last hour before midnight, so that the daily top URLs (of whole days) see them too.
     let midnight = end - end.rem_euclid(DAY);
@@ -273,7 +274,7 @@ print(json.dumps(out))
 fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value> {
     let metrics: Vec<String> = edge_api::stats::DELIVERY_METRICS.iter().map(|m| format!("sum({m}) AS {m}")).collect();
     let metrics = metrics.join(", ");
-    // The tables the benchmark's DuckDB queries read (see `stats::queries`).
+    // The tables the benchmark's DuckDB queries read (see `compare::queries`).
     let query_tables = vec![
         format!(
             "CREATE TABLE r5_cp AS SELECT time_bucket(INTERVAL 5 MINUTE, timestamp) AS ts, country, property, {metrics} FROM logs GROUP BY ALL"
@@ -288,8 +289,8 @@ fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value
         "db": db,
         "access": input.access,
         "security": input.security,
-        "columns": stats::duckdb_columns(),
-        "rollups": stats::duckdb_rollups(),
+        "columns": compare::duckdb_columns(),
+        "rollups": compare::duckdb_rollups(),
         "event_columns": EVENT_COLUMNS.join(", "),
         "query_tables": query_tables,
         "queries": input.queries.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
@@ -366,7 +367,7 @@ fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Va
     let _ = writeln!(
         out,
         "| DuckDB (in-process): {n} access-log records, read_ndjson + the same {} rollup tables | {:.0} | | |",
-        stats::duckdb_rollups().len(),
+        compare::duckdb_rollups().len(),
         n as f64 / f("access_s")
     );
     let _ = writeln!(

@@ -6,6 +6,7 @@
 //!        [--kind accesslogs|securityevents] [--data realistic|uniform] [--encoding gzip|zstd] [--memory]
 
 use std::{
+    io::Write,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -24,7 +25,6 @@ use crate::{
     Args,
     logs::{self, Shape},
     server::{self, Server},
-    stats,
 };
 
 pub const PASSWORD: &str = "benchmark-password";
@@ -99,6 +99,19 @@ pub fn post_all(
     Ok(posted)
 }
 
+/// `body` compressed as a `Content-Encoding` (`gzip` or `zstd`) names it.
+pub fn compress(encoding: &str, body: &[u8]) -> Result<Vec<u8>> {
+    Ok(match encoding {
+        "gzip" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(body)?;
+            e.finish()?
+        }
+        "zstd" => zstd::encode_all(body, 3)?,
+        other => anyhow::bail!("unknown encoding {other}"),
+    })
+}
+
 /// Request bodies of [`RECORDS_PER_REQUEST`] lines each from NDJSON text.
 pub fn bodies(text: &str) -> Vec<Vec<u8>> {
     let lines: Vec<&str> = text.lines().collect();
@@ -162,7 +175,7 @@ pub fn run(args: &Args) -> Result<()> {
     drop(text);
     let raw_bytes: usize = bodies.iter().map(Vec::len).sum();
     if let Some(e) = &encoding {
-        bodies = bodies.iter().map(|b| stats::compress(e, b)).collect::<Result<_>>()?;
+        bodies = bodies.iter().map(|b| compress(e, b)).collect::<Result<_>>()?;
     }
     let bodies = Arc::new(bodies);
     let server = Server::start(&server_bin, &data, &["--max-body-bytes", "33554432"], &[])?;

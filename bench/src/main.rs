@@ -4,6 +4,7 @@
 //! OpenAPI document). `cargo xtask bench|load|fuzz-api` builds and runs them.
 
 mod clickhouse;
+mod compare;
 mod config;
 mod engine;
 mod fuzz;
@@ -50,7 +51,11 @@ fn main() -> Result<()> {
     let command = args.next().unwrap_or_default();
     let args = Args(args.collect());
     match command.as_str() {
-        "stats" => stats::run(&args),
+        "stats" => match args.value("--engine").as_deref() {
+            None | Some("embedded") => stats::run(&args),
+            Some("clickhouse") => clickhouse::run(&args),
+            Some(other) => bail!("--engine is clickhouse (or embedded, the default), not {other}"),
+        },
         "fuzz-api" => fuzz::run(&args),
         "load" => load::run(&args),
         "config" => config::run(&args),

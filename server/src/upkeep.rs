@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{domain::auth, state::AppState, stats};
+use crate::{domain::auth, state::AppState};
 
 /// Periodic upkeep, every minute: see [`upkeep`].
 pub(crate) async fn housekeeping(state: AppState) {
@@ -24,16 +24,7 @@ pub(crate) async fn housekeeping(state: AppState) {
 pub async fn upkeep(state: &AppState, retention: bool) {
     let now = state.clock.now_ms();
     let stats = state.stats.clone();
-    let result = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        if retention {
-            stats.enforce_retention(now)?;
-        }
-        if stats.log_bytes() > stats::memory::CHECKPOINT_WAL_BYTES || (retention && stats.log_bytes() > 0) {
-            stats.checkpoint()?;
-        }
-        Ok(())
-    })
-    .await;
+    let result = tokio::task::spawn_blocking(move || stats.maintain(now, retention)).await;
     if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
         tracing::warn!(error = %e, "statistics upkeep failed");
     }

@@ -1,52 +1,23 @@
 //! Statistics behind one interface, [`StatsEngine`]: ingestion of access logs and security events, rollups,
-//! retention and queries. The embedded engine ([`memory::MemoryEngine`]) keeps dictionary-encoded columnar
-//! rollups in memory, made durable by a write-ahead log and snapshots in the data dir; the ClickHouse engine
-//! ([`clickhouse::ClickHouseEngine`], chosen with `--stats-url`) keeps the same rollups in ClickHouse tables.
+//! retention and queries. The embedded engine ([`memory::MemoryEngine`], in `memory/`) keeps dictionary-encoded
+//! columnar rollups in memory, made durable by a write-ahead log and snapshots in the data dir; the ClickHouse
+//! engine ([`clickhouse::ClickHouseEngine`], in `clickhouse/`, chosen with `--stats-url`) keeps the same rollups
+//! in ClickHouse tables. Neither imports the other: both take their vocabulary from `rollups` (dimensions and
+//! metrics, the rollups kept, which one answers a query, how a filter applies) and their batches from
+//! [`ingest`] (NDJSON bodies parsed into columns); [`demo`] makes the demo account's traffic.
 
 pub mod clickhouse;
 pub mod demo;
 pub mod ingest;
 pub mod memory;
+mod rollups;
 
 use edge_api::stats::Query;
 
 use crate::store::CustomerId;
 
 pub use ingest::{AccessBatch, AccessRecord, SecurityBatch, SecurityRecord};
-
-/// Every dimension the engine knows, across families. Its position is the dimension's id.
-pub const DIMS: [&str; 26] = [
-    "browser_name",
-    "cache_status",
-    "content_type",
-    "country",
-    "country_code",
-    "device_os",
-    "device_type",
-    "domain",
-    "gna_cache_status",
-    "http_status_code",
-    "property",
-    "request_type",
-    "scheme",
-    "request_url",
-    "event_severity",
-    "event_type",
-    "event_action",
-    "client_connection_remote_ip",
-    "client_ip",
-    "client_browser",
-    "client_country_code",
-    "client_asn",
-    "rule_id",
-    "request_path",
-    "waf_action",
-    "source",
-];
-
-pub fn dim_id(name: &str) -> Option<usize> {
-    DIMS.iter().position(|d| *d == name)
-}
+pub use rollups::{DIMS, dim_id};
 
 /// A value in an answer row.
 #[derive(Debug, Clone, PartialEq)]
@@ -217,6 +188,15 @@ pub trait StatsEngine: Send + Sync + 'static {
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()>;
     /// Writes a snapshot so the log can be emptied.
     fn checkpoint(&self) -> anyhow::Result<()>;
+    /// One round of the periodic upkeep, every minute: with `retention` (every ten minutes)
+    /// [`StatsEngine::enforce_retention`]; an engine with a log of its own also checkpoints when the log calls
+    /// for it.
+    fn maintain(&self, now_ms: i64, retention: bool) -> anyhow::Result<()> {
+        if retention {
+            self.enforce_retention(now_ms)?;
+        }
+        Ok(())
+    }
     /// Bytes logged since the last checkpoint.
     fn log_bytes(&self) -> u64;
     fn footprint(&self) -> Footprint;

@@ -10,7 +10,11 @@ use std::sync::{RwLock, atomic::AtomicU64};
 use edge_api::stats::Granularity;
 use rustc_hash::FxHashMap;
 
-use super::{super::Limits, Block, ID_BITS, Rollup, Spec};
+use super::{
+    super::{Limits, rollups::Spec},
+    ID_BITS,
+    block::{Block, Rollup},
+};
 
 /// Which records of a batch a rollup sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

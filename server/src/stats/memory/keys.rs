@@ -8,7 +8,7 @@ use std::{
 
 use super::{
     super::{DIMS, Endpoint, KEYS_KEPT_MS, KEYS_KEPT_PER_CUSTOMER, Kept, Keyed, Stored, dim_id},
-    Dec, Enc,
+    codec::{Dec, Decode, Enc},
 };
 
 /// One kept key, as logged and snapshotted.

@@ -3,13 +3,14 @@
 //! dictionaries emptied of the values no stored row or event uses any more, so that retention frees values
 //! as it frees rows.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use edge_api::stats::{INTEGER_DIMENSIONS, OTHER_VALUE};
 
 use super::{
-    super::{DIMS, IngestError, Limits, Usage, ingest::Column},
-    Dict, EVENT_DIMS, MAX_IDS, Spec, Tenant, dim_id, read, write,
+    super::{DIMS, IngestError, Limits, Usage, dim_id, ingest::Column, rollups::Spec},
+    EVENT_DIMS, MAX_IDS,
+    tenant::{Dict, Tenant, read, write},
 };
 
 /// What a value past its dimension's limit is stored as.
@@ -120,11 +121,6 @@ pub(super) fn count_folded(tenant: &Tenant, folded: &[(usize, u64)]) {
     for (dim, n) in folded {
         tenant.folded[*dim].fetch_add(*n, Ordering::Relaxed);
     }
-}
-
-/// Folded records counted so far, per dimension.
-pub(super) fn new_folded_counters() -> Vec<AtomicU64> {
-    DIMS.iter().map(|_| AtomicU64::new(0)).collect()
 }
 
 /// What a customer holds.

@@ -13,8 +13,15 @@ use std::{
 use anyhow::Context;
 use rustc_hash::FxHashMap;
 
-use super::{Enc, WAL_MAGIC, hash64};
+use super::codec::Enc;
 use crate::store::CustomerId;
+
+/// The start of every batch in the log.
+pub(super) const WAL_MAGIC: u32 = 0x4544_4757;
+
+pub(super) fn hash64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
 
 pub(super) struct Log {
     state: Mutex<State>,

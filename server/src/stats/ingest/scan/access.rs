@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::{AccessLine, plain_len};
+use super::{super::lines::AccessLine, Lexer};
 
 /// The fields of an access-log line, in the order shippers write them (the bench's logs, the README's).
 const FIELDS: [&str; 23] = [
@@ -52,79 +52,15 @@ fn number_kind(field: usize) -> (u64, bool) {
     }
 }
 
-pub(super) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
-    let b = line.as_bytes();
-    let mut at = 0;
-    let ws = |at: &mut usize| {
-        while b.get(*at).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
-            *at += 1;
-        }
-    };
-    // A string with no escape or control character; `at` at its opening quote, left after its closing one.
-    let string = |at: &mut usize| -> Option<&str> {
-        let start = *at + 1;
-        let len = plain_len(b.get(start..)?)?;
-        if b[start + len] != b'"' {
-            return None;
-        }
-        *at = start + len + 1;
-        line.get(start..start + len)
-    };
+pub(in crate::stats::ingest) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
     let mut l = AccessLine::default();
-    let mut seen = 0u32;
-    let mut next = 0;
-    ws(&mut at);
-    if b.get(at) != Some(&b'{') {
-        return None;
-    }
-    at += 1;
-    ws(&mut at);
-    if b.get(at) == Some(&b'}') {
-        return None;
-    }
-    loop {
-        ws(&mut at);
-        if b.get(at) != Some(&b'"') {
-            return None;
-        }
-        let key = string(&mut at)?;
-        ws(&mut at);
-        if b.get(at) != Some(&b':') {
-            return None;
-        }
-        at += 1;
-        ws(&mut at);
-        // Shippers write the fields in one order: the one after the last is tried first.
-        let field = if FIELDS.get(next) == Some(&key) { next } else { FIELDS.iter().position(|f| *f == key)? };
-        next = field + 1;
-        if seen & (1 << field) != 0 {
-            return None;
-        }
-        seen |= 1 << field;
+    let field = |next: usize, key: &str| {
+        if FIELDS.get(next) == Some(&key) { Some(next) } else { FIELDS.iter().position(|f| *f == key) }
+    };
+    let seen = Lexer::new(line).object(field, |lx, field| {
         if field >= FIRST_NUMBER && field != 14 {
             let (max, nullable) = number_kind(field);
-            let value = match b.get(at)? {
-                b'n' if nullable && b.get(at..at + 4) == Some(b"null") => {
-                    at += 4;
-                    None
-                }
-                b'0' => {
-                    at += 1;
-                    Some(0)
-                }
-                b'1'..=b'9' => {
-                    let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
-                    let v: u64 = line.get(at..at + digits)?.parse().ok()?;
-                    at += digits;
-                    Some(v).filter(|v| *v <= max)
-                }
-                _ => return None,
-            };
-            // `1.5`, `1e3`, `-1`, `12x` and numbers out of range are serde's to judge.
-            if !matches!(b.get(at), Some(b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}')) {
-                return None;
-            }
-            match (field, value) {
+            match (field, lx.number(max, nullable)?) {
                 (11, v) => l.gna_cache_status = v.map(|v| v as u8),
                 (15, v) => l.hits = v,
                 (_, None) => return None,
@@ -140,10 +76,7 @@ pub(super) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
                 (_, Some(v)) => l.time_to_last_byte_ms = v,
             }
         } else {
-            if b.get(at) != Some(&b'"') {
-                return None;
-            }
-            let v = Cow::Borrowed(string(&mut at)?);
+            let v = Cow::Borrowed(lx.string()?);
             *match field {
                 0 => &mut l.timestamp,
                 1 => &mut l.domain,
@@ -158,22 +91,10 @@ pub(super) fn scan_access(line: &str) -> Option<AccessLine<'_>> {
                 _ => &mut l.request_url,
             } = v;
         }
-        ws(&mut at);
-        match b.get(at)? {
-            b',' => at += 1,
-            b'}' => {
-                at += 1;
-                break;
-            }
-            _ => return None,
-        }
-    }
-    ws(&mut at);
-    // Trailing characters, or a required field missing: serde's to word.
-    if at != b.len() || seen & REQUIRED != REQUIRED {
-        return None;
-    }
-    Some(l)
+        Some(())
+    })?;
+    // A required field missing: serde's to word.
+    (seen & REQUIRED == REQUIRED).then_some(l)
 }
 
 #[cfg(test)]
@@ -224,6 +145,7 @@ mod tests {
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":65536,"scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":256,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","hits":18446744073709551616}"#,
+            r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","gna_cache_status":256}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":null,"scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":"200","scheme":2,"request_url":"/"}"#,
             r#"{"timestamp":"t","domain":"d","property":"p","http_status_code":200,"scheme":2,"request_url":"/","request_time_ms":null}"#,

@@ -1,0 +1,368 @@
+//! The ClickHouse statistics engine: raw access-log and security-event tables (MergeTree, one partition a day,
+//! ordered by customer and time) feed, through materialized views, the rollups both engines keep
+//! ([`super::rollups`]) — the same grouping sets and granularities, one AggregatingMergeTree table per kind and
+//! granularity holding every grouping set of both (a `grouping` column tells them apart; each record goes to
+//! each set by ARRAY JOIN) — so a query reads the same rollup the embedded engine would and answers the same
+//! rows in the same order. Few tables keep inserts cheap: each creates one part per table and day.
+//!
+//! Order where the embedded engine has no value to sort by is the order it first saw things in: each stored
+//! record carries a sequence number (when its batch arrived, then its place in the batch); a rollup row keeps
+//! the smallest of its records', and the `dict` table keeps, per customer, dimension and value, the smallest
+//! sequence number of the records that carried the value (the embedded engine's dictionary ids).
+//!
+//! Written for ClickHouse 18.16 (Debian 12's) and later: no GROUPING SETS, TTL, DateTime64 or
+//! LowCardinality; retention drops whole day partitions. Values from requests are bound as parameters (the
+//! client library escapes them); only names from fixed lists are written into SQL.
+//!
+//! Here: the engine, its runtime and the [`StatsEngine`] calls. The parts: `url` (`--stats-url`), `schema`
+//! (tables, views, migration), `sql` (statements and their values), `insert` (storing a batch), `repair` (what
+//! a cut-off attempt of a keyed batch lacks), and `query`.
+
+use std::{
+    future::Future,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use edge_api::stats::{Family, Granularity, Query};
+use serde::Deserialize;
+
+use super::{
+    AccessBatch, Answer, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch, StatsEngine,
+    Stored,
+    rollups::{self, EVENT_DAYS, Spec},
+};
+use crate::{clock::Clock, store::CustomerId};
+
+mod insert;
+mod query;
+mod repair;
+mod schema;
+mod sql;
+mod url;
+
+pub use schema::SCHEMA_VERSION;
+use schema::{Feed, feeds, table_name};
+pub use url::StatsUrl;
+
+/// A query or insert that takes longer is abandoned (and answered 503).
+pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct ClickHouseEngine {
+    client: clickhouse::Client,
+    database: String,
+    runtime: Option<tokio::runtime::Runtime>,
+    clock: Arc<dyn Clock>,
+    specs: Vec<Spec>,
+    /// The rollup table of each spec.
+    tables: Vec<String>,
+    /// How each rollup table is fed (what a repair runs).
+    feeds: Vec<Feed>,
+    /// The last millisecond of the sequence handed out.
+    last_slot: Mutex<u64>,
+    /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
+    daily_retention_days: Option<u32>,
+}
+
+impl Drop for ClickHouseEngine {
+    fn drop(&mut self) {
+        // Dropped from async code too, where an ordinary runtime drop would panic.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// How long a readiness probe waits for ClickHouse.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Why a request to ClickHouse failed.
+enum Failure {
+    /// It could not be reached, or did not answer in time: worth retrying later.
+    Unavailable(String),
+    Internal(anyhow::Error),
+}
+
+impl From<clickhouse::error::Error> for Failure {
+    fn from(e: clickhouse::error::Error) -> Self {
+        match e {
+            clickhouse::error::Error::Network(_) | clickhouse::error::Error::TimedOut => {
+                Failure::Unavailable(format!("The statistics database cannot be reached ({e}); try again shortly."))
+            }
+            e => Failure::Internal(anyhow::Error::new(e).context("statistics database")),
+        }
+    }
+}
+
+impl From<Failure> for QueryError {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Unavailable(m) => QueryError::Unavailable(m),
+            Failure::Internal(e) => QueryError::Internal(e),
+        }
+    }
+}
+
+impl From<Failure> for IngestError {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Unavailable(m) => IngestError::Unavailable(m),
+            Failure::Internal(e) => IngestError::Internal(e),
+        }
+    }
+}
+
+impl From<Failure> for anyhow::Error {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::Unavailable(m) => anyhow::anyhow!(m),
+            Failure::Internal(e) => e,
+        }
+    }
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct KeptRow {
+    body_hash: String,
+    accepted: u64,
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct PartRow {
+    table: String,
+    partition: String,
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct SizeRow {
+    table: String,
+    rows: u64,
+    bytes: u64,
+}
+
+impl ClickHouseEngine {
+    /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
+    pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
+        self.daily_retention_days = days;
+        self
+    }
+
+    /// Whether `table` holds daily rollups.
+    fn is_daily(&self, table: &str) -> bool {
+        self.tables.iter().zip(&self.specs).any(|(t, s)| t == table && s.granularity == Granularity::Day)
+    }
+
+    /// Connects, creates the database and schema when missing, and checks the schema's version.
+    pub fn open(url: &StatsUrl, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("clickhouse")
+            .enable_all()
+            .build()?;
+        let mut base = clickhouse::Client::default()
+            .with_url(&url.http)
+            .with_validation(false)
+            .with_setting("max_execution_time", QUERY_TIMEOUT.as_secs().to_string());
+        if let Some(u) = &url.user {
+            base = base.with_user(u);
+        }
+        if let Some(p) = &url.password {
+            base = base.with_password(p);
+        }
+        let client = base.clone().with_database(&url.database);
+        let specs = rollups::all_specs();
+        let tables: Vec<String> = specs.iter().map(table_name).collect();
+        let feeds = feeds(&specs, &tables).1;
+        let engine = ClickHouseEngine {
+            feeds,
+            client,
+            database: url.database.clone(),
+            runtime: Some(runtime),
+            clock,
+            specs,
+            tables,
+            last_slot: Mutex::new(0),
+            daily_retention_days: None,
+        };
+        let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
+        engine.block(async move { base.query(&create_db).execute().await }).map_err(anyhow::Error::from)?;
+        engine.migrate()?;
+        Ok(engine)
+    }
+
+    /// Runs `fut` on the engine's runtime, from any thread (also one of another runtime), within the timeout.
+    fn block<T: Send>(
+        &self,
+        fut: impl Future<Output = Result<T, clickhouse::error::Error>> + Send,
+    ) -> Result<T, Failure> {
+        self.block_failure(async move { fut.await.map_err(Failure::from) })
+    }
+
+    fn block_failure<T: Send>(&self, fut: impl Future<Output = Result<T, Failure>> + Send) -> Result<T, Failure> {
+        let handle = match &self.runtime {
+            Some(rt) => rt.handle().clone(),
+            None => return Err(Failure::Internal(anyhow::anyhow!("the statistics engine is closed"))),
+        };
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                handle.block_on(async move {
+                    match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
+                        Ok(r) => r,
+                        Err(_) => Err(Failure::Unavailable(
+                            "The statistics database did not answer in time; try again shortly.".into(),
+                        )),
+                    }
+                })
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Failure::Internal(anyhow::anyhow!("a statistics request panicked"))))
+        })
+    }
+}
+
+impl StatsEngine for ClickHouseEngine {
+    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, None)
+    }
+
+    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, None)
+    }
+
+    fn ingest_access_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &AccessBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_access(customer, batch, Some(key))
+    }
+
+    fn ingest_security_keyed(
+        &self,
+        customer: CustomerId,
+        batch: &SecurityBatch,
+        key: &Keyed,
+    ) -> Result<Stored, IngestError> {
+        self.store_security(customer, batch, Some(key))
+    }
+
+    fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
+        let query = self
+            .client
+            .query(
+                "SELECT body_hash, accepted FROM ingest_keys WHERE customer = ? AND endpoint = ? AND key = ? \
+                 ORDER BY at_ms LIMIT 1",
+            )
+            .bind(customer)
+            .bind(endpoint.code())
+            .bind(key);
+        let rows = self.block(async move { query.fetch_all::<KeptRow>().await })?;
+        let Some(row) = rows.into_iter().next() else { return Ok(None) };
+        let mut body_hash = [0u8; 32];
+        hex::decode_to_slice(&row.body_hash, &mut body_hash)
+            .map_err(|e| IngestError::Internal(anyhow::anyhow!("a kept key's body hash: {e}")))?;
+        Ok(Some(Kept { body_hash, accepted: row.accepted, folded: Vec::new() }))
+    }
+
+    fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
+        if query.family == Family::Events {
+            self.query_events(customer, customer_name, query)
+        } else {
+            self.query_rollups(customer, customer_name, query)
+        }
+    }
+
+    /// Drops the day partitions wholly older than each table's retention: rollups as their granularity keeps
+    /// them, raw access records as long as 5-minute rollups, raw security events the previous three days.
+    fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()> {
+        let client = self.client.clone();
+        let database = self.database.clone();
+        let parts = self.block(async move {
+            client
+                .query(
+                    "SELECT table, partition FROM system.parts WHERE database = ? AND active GROUP BY table, partition",
+                )
+                .bind(database)
+                .fetch_all::<PartRow>()
+                .await
+        })?;
+        let keep_from = |table: &str| -> Option<i64> {
+            match table {
+                "access" => Granularity::FiveMinute.kept_from(now_ms),
+                t if self.daily_retention_days.is_some() && self.is_daily(t) => {
+                    Limits { daily_retention_days: self.daily_retention_days, ..Limits::NONE }
+                        .kept_from(Granularity::Day, now_ms)
+                }
+                "security" => Some(rollups::day_start(now_ms) - EVENT_DAYS * 86_400_000),
+                // Kept keys: at least a day.
+                "ingest_keys" | "ingest_batches" => Some(now_ms - super::KEYS_KEPT_MS),
+                "edge_schema" | "dict" => None,
+                t => self.tables.iter().position(|x| x == t).and_then(|i| self.specs[i].granularity.kept_from(now_ms)),
+            }
+        };
+        for p in parts {
+            let Some(from) = keep_from(&p.table) else { continue };
+            let Ok(day) = edge_api::stats::parse_time(&format!("{}T00:00:00", p.partition)) else { continue };
+            if day + 86_400_000 > from {
+                continue;
+            }
+            // The table name is one of ours (keep_from knew it); the partition is bound.
+            let sql = format!("ALTER TABLE {} DROP PARTITION ?", p.table);
+            let client = self.client.clone();
+            self.block(async move { client.query(&sql).bind(p.partition).execute().await })?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn log_bytes(&self) -> u64 {
+        0
+    }
+
+    /// ClickHouse answers a trivial query within the readiness timeout (an engine in another process: killed,
+    /// stopped or out of reach makes this replica not ready).
+    fn ready(&self) -> anyhow::Result<()> {
+        let query = self.client.query("SELECT toUInt64(1)");
+        // Well within /readyz's own wait, so that checks every second never pile up blocked threads.
+        let probe = async move {
+            match tokio::time::timeout(READY_TIMEOUT, query.fetch_one::<u64>()).await {
+                Ok(answer) => answer.map_err(Failure::from),
+                Err(_) => Err(Failure::Unavailable(format!("no answer within {READY_TIMEOUT:?}"))),
+            }
+        };
+        match self.block_failure(probe) {
+            Ok(_) => Ok(()),
+            Err(Failure::Unavailable(m)) => anyhow::bail!("ClickHouse does not answer: {m}"),
+            Err(Failure::Internal(e)) => Err(e.context("ClickHouse does not answer")),
+        }
+    }
+
+    fn footprint(&self) -> Footprint {
+        let client = self.client.clone();
+        let database = self.database.clone();
+        let sizes = self.block(async move {
+            client
+                .query(
+                    "SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts \
+                     WHERE database = ? AND active GROUP BY table",
+                )
+                .bind(database)
+                .fetch_all::<SizeRow>()
+                .await
+        });
+        let mut f = Footprint::default();
+        for s in sizes.unwrap_or_default() {
+            f.bytes += s.bytes;
+            match s.table.as_str() {
+                "security" => f.event_rows += s.rows,
+                "access" | "dict" => {}
+                _ => f.rollup_rows += s.rows,
+            }
+        }
+        f
+    }
+}

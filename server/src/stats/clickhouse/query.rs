@@ -1,0 +1,294 @@
+//! Answering a query: the rollup both engines choose, read with SQL that gives the embedded engine's rows in
+//! its order (ties by when values were first seen, from the `dict` table); raw security events by time.
+
+use std::{fmt::Write as _, sync::Arc};
+
+use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Query, TOPK_URL_PER_DAY};
+use serde::Deserialize;
+
+use super::{
+    super::{
+        Answer, Cell, QueryError,
+        ingest::SECURITY_DIMS,
+        rollups::{self, Conditions, DIMS, METRICS, Target, dim_id, is_int},
+    },
+    ClickHouseEngine, Failure,
+    schema::{col, grouping},
+    sql::{Sql, bind},
+};
+use crate::store::CustomerId;
+
+#[derive(Deserialize, clickhouse::Row)]
+struct OutRow {
+    b: i64,
+    dims: Vec<String>,
+    metrics: Vec<u64>,
+}
+
+/// A filter as SQL over columns named after the dimensions, the embedded engine's rules ([`Conditions`]): a
+/// value never stored matches nothing (`==`) or everything (`!=`).
+fn filter_sql(
+    filter: &Filter,
+    customer: &str,
+    has: impl Fn(&str) -> bool,
+    column: impl Fn(&str) -> String,
+) -> Result<Sql, QueryError> {
+    let conditions = Conditions::of(filter, customer, |d, equal, value| {
+        has(DIMS[d]).then(|| {
+            let mut sql = Sql::default();
+            sql.push(&column(DIMS[d])).push(if equal { " = " } else { " != " }).text(&value);
+            sql
+        })
+    })?;
+    let joined = |tests: Vec<Sql>, join: &str| {
+        let mut sql = Sql::default();
+        sql.push("(");
+        for (i, test) in tests.into_iter().enumerate() {
+            sql.push(if i > 0 { join } else { "" }).append(test);
+        }
+        sql.push(")");
+        sql
+    };
+    let mut out = Sql::default();
+    match conditions {
+        Conditions::Nothing => out.push("0"),
+        Conditions::Everything => out.push("1"),
+        Conditions::All(tests) => out.append(joined(tests, " AND ")),
+        Conditions::Any(tests) => out.append(joined(tests, " OR ")),
+    };
+    Ok(out)
+}
+
+/// The ascending value order of a dimension: numeric for integer dimensions.
+fn value_order(dim: &str, column: &str) -> String {
+    if is_int(dim) { format!("toInt64OrZero({column})") } else { column.to_string() }
+}
+
+fn cell(dim: &str, v: &str) -> Cell {
+    if is_int(dim) { Cell::Int(v.parse().unwrap_or(0)) } else { Cell::Text(Arc::from(v)) }
+}
+
+impl ClickHouseEngine {
+    fn fetch_rows(&self, sql: Sql) -> Result<Vec<OutRow>, Failure> {
+        let query = bind(self.client.query(&sql.text), sql.args);
+        self.block(async move { query.fetch_all::<OutRow>().await })
+    }
+
+    fn count(&self, sql: Sql) -> Result<u64, Failure> {
+        let query = bind(self.client.query(&sql.text), sql.args);
+        self.block(async move { query.fetch_one::<u64>().await })
+    }
+}
+
+impl ClickHouseEngine {
+    pub(super) fn query_rollups(&self, customer: CustomerId, name: &str, q: &Query) -> Result<Answer, QueryError> {
+        let target = Target::of(&self.specs, q, self.clock.now_ms())?;
+        let (granularity, whole_range, index, aggregate) =
+            (target.granularity, target.whole_range, target.spec, target.aggregate);
+        // The dimensions held in rollups, in the query's order (`customer` is the tenant), and their columns.
+        let stored: Vec<&str> = target.stored.iter().map(|(_, id)| DIMS[*id]).collect();
+        let dim_ids = target.dim_ids();
+        let columns_of: Vec<String> = stored.iter().map(|d| col(d)).collect();
+        let spec = &self.specs[index];
+        let table = &self.tables[index];
+        let filter = filter_sql(&q.filter, name, |d| dim_id(d).is_some_and(|id| spec.dims.contains(&id)), col)?;
+        let metric_cols: Vec<&str> = q
+            .metrics
+            .iter()
+            .map(
+                |m| if spec.metrics == METRICS { DELIVERY_METRICS[rollups::metric_index(q.family, m)] } else { "hits" },
+            )
+            .collect();
+
+        // One row a bucket (or one for the whole range) and combination of the query's dimensions.
+        let mut inner = Sql::default();
+        inner.push(if whole_range { "SELECT toInt64(0) AS b" } else { "SELECT bucket AS b" });
+        for c in &columns_of {
+            inner.push(", ").push(c);
+        }
+        for (i, m) in metric_cols.iter().enumerate() {
+            let _ = write!(inner.text, ", sumMerge({m}) AS x{i}");
+        }
+        let _ = write!(inner.text, ", sumMerge(hits) AS h, minMerge(first) AS f FROM {table} WHERE customer = ");
+        inner
+            .int(customer)
+            .push(" AND grouping = ")
+            .unsigned(grouping(spec))
+            .push(" AND bucket >= ")
+            .int(q.start_ms)
+            .push(" AND bucket < ")
+            .int(q.end_ms);
+        inner.push(" AND ").append(filter);
+        inner.push(" GROUP BY b");
+        for c in &columns_of {
+            inner.push(", ").push(c);
+        }
+
+        // Ties: in the embedded engine's row order (the order rows were first seen) when the answer is the
+        // rollup's own rows, else by bucket and the order each value was first seen.
+        let by_values = aggregate || whole_range;
+        let mut source = Sql::default();
+        let mut tie = vec!["b".to_string()];
+        if by_values {
+            let mut current = Sql::default();
+            current.push("(").append(inner.clone()).push(")");
+            for (i, (id, c)) in dim_ids.iter().zip(&columns_of).enumerate() {
+                let mut next = Sql::default();
+                next.push("(SELECT * FROM ").append(current);
+                let _ = write!(
+                    next.text,
+                    " ANY LEFT JOIN (SELECT value AS {c}, minMerge(first) AS o{i} FROM dict WHERE customer = "
+                );
+                next.int(customer).push(" AND dim = ").unsigned(*id as u64);
+                let _ = write!(next.text, " GROUP BY value) USING {c})");
+                current = next;
+                tie.push(format!("o{i}"));
+            }
+            source = current;
+        } else {
+            source.push("(").append(inner.clone()).push(")");
+            tie.push("f".into());
+        }
+
+        let mut order: Vec<String> = Vec::new();
+        let per_day = q.family == Family::TopKUrl;
+        if per_day {
+            order.push("b".into());
+            order.push("h DESC".into());
+        } else {
+            for s in q.sortby.iter().take(6) {
+                let dir = if s.descending { " DESC" } else { "" };
+                let key = if s.field == "starttime" || s.field == "endtime" {
+                    Some("b".to_string())
+                } else if let Some(i) = q.metrics.iter().position(|m| *m == s.field) {
+                    Some(format!("x{i}"))
+                } else {
+                    // A dimension: the query's, else (as the embedded engine does) its first stored one.
+                    let d = stored.iter().find(|d| **d == s.field).or(stored.first());
+                    d.map(|d| value_order(d, &col(d)))
+                };
+                if let Some(k) = key {
+                    order.push(format!("{k}{dir}"));
+                }
+            }
+        }
+        order.extend(tie);
+
+        let mut sql = Sql::default();
+        sql.push("SELECT b, ");
+        if stored.is_empty() {
+            sql.push("emptyArrayString()");
+        } else {
+            sql.push("[").push(&columns_of.join(", ")).push("]");
+        }
+        sql.push(" AS dims, ");
+        if metric_cols.is_empty() {
+            sql.push("emptyArrayUInt64()");
+        } else {
+            let xs: Vec<String> = (0..metric_cols.len()).map(|i| format!("x{i}")).collect();
+            sql.push("[").push(&xs.join(", ")).push("]");
+        }
+        sql.push(" AS metrics FROM ").append(source).push(" ORDER BY ").push(&order.join(", "));
+        let total;
+        let rows = if per_day {
+            let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
+            let rows = self.fetch_rows(sql)?;
+            total = rows.len() as u64;
+            rows
+        } else {
+            sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
+            let mut count = Sql::default();
+            count.push("SELECT count() FROM (").append(inner).push(")");
+            total = self.count(count)?;
+            self.fetch_rows(sql)?
+        };
+
+        let with_time = !whole_range;
+        let step = granularity.millis();
+        let columns = rollups::answer_columns(q, with_time);
+        let customer_cell: Arc<str> = Arc::from(name);
+        let rows = rows
+            .into_iter()
+            .map(|row| {
+                let mut cells = Vec::with_capacity(columns.len());
+                if with_time {
+                    cells.push(Cell::Time(row.b));
+                    cells.push(Cell::Time(row.b + step));
+                }
+                let mut values = row.dims.iter();
+                for d in &q.dimensions {
+                    if d == "customer" {
+                        cells.push(Cell::Text(customer_cell.clone()));
+                    } else {
+                        cells.push(cell(d, values.next().map_or("", String::as_str)));
+                    }
+                }
+                cells.extend(row.metrics.iter().map(|m| Cell::Int(*m as i64)));
+                cells
+            })
+            .collect();
+        Ok(Answer { columns, rows, total })
+    }
+
+    pub(super) fn query_events(&self, customer: CustomerId, name: &str, q: &Query) -> Result<Answer, QueryError> {
+        let held = |d: &str| SECURITY_DIMS.contains(&d);
+        let filter = filter_sql(&q.filter, name, held, str::to_string)?;
+        let stored: Vec<&str> = q.dimensions.iter().map(String::as_str).filter(|d| held(d)).collect();
+        let mut base = Sql::default();
+        base.push(" FROM security WHERE customer = ").int(customer);
+        base.push(" AND ts >= ").int(q.start_ms).push(" AND ts < ").int(q.end_ms).push(" AND ").append(filter);
+        let mut order: Vec<String> = q
+            .sortby
+            .iter()
+            .take(6)
+            .map(|s| {
+                let dir = if s.descending { " DESC" } else { "" };
+                if held(&s.field) && q.dimensions.contains(&s.field) {
+                    format!("{}{dir}", value_order(&s.field, &s.field))
+                } else {
+                    format!("ts{dir}")
+                }
+            })
+            .collect();
+        // Unsorted or newest first alone: by time, arrival breaking ties the same way; else ties by time then
+        // arrival.
+        if order.len() == 1 && order[0] == "ts DESC" && q.sortby.len() == 1 {
+            order.push("seq DESC".into());
+        } else {
+            order.push("ts".into());
+            order.push("seq".into());
+        }
+        let mut sql = Sql::default();
+        sql.push("SELECT ts AS b, ");
+        if stored.is_empty() {
+            sql.push("emptyArrayString()");
+        } else {
+            sql.push("[").push(&stored.join(", ")).push("]");
+        }
+        sql.push(" AS dims, emptyArrayUInt64() AS metrics").append(base.clone());
+        sql.push(" ORDER BY ").push(&order.join(", "));
+        sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
+        let mut count = Sql::default();
+        count.push("SELECT count()").append(base);
+        let total = self.count(count)?;
+        let rows = self.fetch_rows(sql)?;
+        let customer_cell: Arc<str> = Arc::from(name);
+        let columns = q.dimensions.iter().map(|d| (d.clone(), is_int(d))).collect();
+        let rows = rows
+            .into_iter()
+            .map(|row| {
+                let mut values = row.dims.iter();
+                q.dimensions
+                    .iter()
+                    .map(|d| match d.as_str() {
+                        "event_timestamp_ms" => Cell::Time(row.b),
+                        "customer" => Cell::Text(customer_cell.clone()),
+                        d if held(d) => cell(d, values.next().map_or("", String::as_str)),
+                        _ => Cell::Text(Arc::from("")),
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Answer { columns, rows, total })
+    }
+}

@@ -1,0 +1,338 @@
+//! The schema: raw tables, the value dictionary, kept keys, and per kind and granularity one rollup table fed
+//! by materialized views (their SELECTs, which a repair runs too); created and migrated at start.
+
+use std::fmt::Write as _;
+
+use anyhow::Context;
+use edge_api::stats::DELIVERY_METRICS;
+
+use super::{
+    super::{
+        DIMS,
+        ingest::SECURITY_DIMS,
+        rollups::{Kind, METRICS, Spec},
+    },
+    ClickHouseEngine, Failure,
+};
+
+/// The schema this version writes and reads; kept in the `edge_schema` table.
+/// 2: batches go through Null tables (`access_in`, `security_in`) whose views write the raw rows (with a
+/// batch id) and the rollups (with a marker row per batch with a key and day), and kept keys (`ingest_keys`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Delivery => "delivery",
+        Kind::TopKUrl => "topk_url",
+        Kind::WafTrend => "waf_trends",
+        Kind::ShapingTrend => "shaping_trends",
+        Kind::RequestTrend => "request_trends",
+        Kind::TopK { waf: true, .. } => "waf_topk",
+        Kind::TopK { waf: false, rate_limited: false } => "shaping_topk",
+        Kind::TopK { waf: false, rate_limited: true } => "ratelimit_topk",
+    }
+}
+
+/// The table of a spec's kind and granularity: it holds the rows of every grouping set of both, told apart by
+/// the `grouping` column ([`grouping`]).
+pub(super) fn table_name(spec: &Spec) -> String {
+    format!("{}_{}", kind_name(spec.kind), spec.granularity.as_str())
+}
+
+/// A grouping set as a number: one bit per dimension id (stable whatever other sets are added).
+pub(super) fn grouping(spec: &Spec) -> u64 {
+    spec.dims.iter().fold(0u64, |m, d| m | (1 << d))
+}
+
+/// The column of a dimension in a rollup table.
+pub(super) fn col(dim: &str) -> String {
+    format!("d_{dim}")
+}
+
+/// The metric columns of a rollup: all delivery metrics, or `hits` alone (requests or events counted).
+fn metric_columns(spec: &Spec) -> &'static [&'static str] {
+    if spec.metrics == METRICS { &DELIVERY_METRICS } else { &["hits"] }
+}
+
+/// The grouping of a batch's marker rows in a rollup table: no grouping set's (they have 26 bits at most), so
+/// no query reads them. A batch sent with a key ([`batch_id`] not 0) adds one to every rollup table, per day
+/// it has records of there, in the same part as its rollup rows of that day: so a retry can tell which parts
+/// of a cut-off first attempt landed.
+pub(super) const MARKER: u64 = 1 << 63;
+
+/// Which raw table feeds a rollup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Source {
+    Access,
+    Security,
+}
+
+impl Source {
+    pub(super) fn raw(self) -> &'static str {
+        match self {
+            Source::Access => "access",
+            Source::Security => "security",
+        }
+    }
+
+    /// The raw columns as inserted (`day` is computed from `ts`).
+    pub(super) fn columns(self) -> Vec<&'static str> {
+        let mut out = vec!["customer", "ts", "seq"];
+        match self {
+            Source::Access => out.extend(DIMS[..14].iter().copied().chain(DELIVERY_METRICS)),
+            Source::Security => out.extend(SECURITY_DIMS),
+        }
+        out.push("batch");
+        out
+    }
+
+    /// The column definitions of [`Source::columns`].
+    pub(super) fn definitions(self) -> String {
+        self.columns()
+            .iter()
+            .map(|c| {
+                let ty = match *c {
+                    "customer" | "ts" => "Int64",
+                    "seq" | "batch" => "UInt64",
+                    m if DELIVERY_METRICS.contains(&m) => "UInt64",
+                    _ => "String",
+                };
+                format!("{c} {ty}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// How one rollup table is fed from one raw source: the materialized view's SELECT, which the repair of a
+/// batch also runs over the batch's rows alone.
+pub(super) struct Feed {
+    pub(super) table: String,
+    pub(super) source: Source,
+    /// `SELECT … FROM ` up to the source.
+    head: String,
+    /// After the source: `ARRAY JOIN …` (and the marker when the row has a batch id).
+    join: String,
+    condition: String,
+    group: String,
+}
+
+impl Feed {
+    pub(super) fn select(&self, from: &str, extra: &str) -> String {
+        format!("{} {from} {} WHERE ({}){extra} GROUP BY {}", self.head, self.join, self.condition, self.group)
+    }
+
+    /// The view's name; views of schema version 1 read the raw tables themselves (`mv_`, `mvs_`).
+    fn view(&self) -> String {
+        match self.source {
+            Source::Access => format!("mvi_{}", self.table),
+            Source::Security => format!("mvis_{}", self.table),
+        }
+    }
+}
+
+/// Every rollup table's feeds, and the statements that create the rollup tables.
+pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed>) {
+    let (mut creates, mut feeds) = (Vec::new(), Vec::new());
+    let mut done: Vec<&str> = Vec::new();
+    for (spec, table) in specs.iter().zip(tables) {
+        if done.contains(&table.as_str()) {
+            continue;
+        }
+        done.push(table);
+        let same: Vec<&Spec> = specs.iter().zip(tables).filter(|(_, t)| *t == table).map(|(s, _)| s).collect();
+        let mut dim_ids: Vec<usize> = same.iter().flat_map(|s| s.dims.iter().copied()).collect();
+        dim_ids.sort_unstable();
+        dim_ids.dedup();
+        let dims: Vec<&str> = dim_ids.iter().map(|d| DIMS[*d]).collect();
+        let masks: Vec<String> = same.iter().map(|s| grouping(s).to_string()).collect();
+        let metrics = metric_columns(spec);
+        let mut create =
+            format!("CREATE TABLE IF NOT EXISTS {table} (customer Int64, day Date, grouping UInt64, bucket Int64");
+        for d in &dims {
+            let _ = write!(create, ", {} String", col(d));
+        }
+        for m in metrics {
+            let _ = write!(create, ", {m} AggregateFunction(sum, UInt64)");
+        }
+        let _ = write!(
+            create,
+            ", first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree PARTITION BY day \
+             ORDER BY (customer, grouping, bucket{})",
+            dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
+        );
+        creates.push(create);
+        let step = spec.granularity.millis();
+        let bucket = format!("intDiv(ts, {step}) * {step}");
+        let group = format!(
+            "customer, day, grouping, bucket{}",
+            dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
+        );
+        // A marker row's bucket is its batch id (below 2^63); its day is its records'.
+        let join = format!(
+            "ARRAY JOIN if(batch = 0, arrayMap(x -> toUInt64(x), [{0}]), arrayMap(x -> toUInt64(x), [{0}, {MARKER}])) \
+             AS grouping",
+            masks.join(", ")
+        );
+        let feed = |source: Source, sums: &str, condition: &str| {
+            let mut head = format!(
+                "SELECT customer, toDate(intDiv({bucket}, 1000)) AS day, grouping, \
+                 if(grouping = {MARKER}, toInt64(batch), {bucket}) AS bucket"
+            );
+            for (d, id) in dims.iter().zip(&dim_ids) {
+                let value = match (source, *d) {
+                    (Source::Access, "client_country_code") => "country_code",
+                    (Source::Access, "waf_action") => "'ALLOW'",
+                    (_, d) => d,
+                };
+                let _ = write!(head, ", if(bitAnd(grouping, {}) != 0, {value}, '') AS {}", 1u64 << id, col(d));
+            }
+            let _ = write!(head, ", {sums}, minState(seq) AS first FROM");
+            Feed {
+                table: table.clone(),
+                source,
+                head,
+                join: join.clone(),
+                condition: condition.to_string(),
+                group: group.clone(),
+            }
+        };
+        if matches!(spec.kind, Kind::Delivery | Kind::TopKUrl | Kind::RequestTrend) {
+            let sums: Vec<String> = metrics.iter().map(|m| format!("sumState({m}) AS {m}")).collect();
+            feeds.push(feed(Source::Access, &sums.join(", "), "1"));
+        }
+        let from_security = match spec.kind {
+            Kind::WafTrend | Kind::RequestTrend | Kind::TopK { waf: true, .. } => Some("source = 'waf'"),
+            Kind::ShapingTrend | Kind::TopK { waf: false, rate_limited: false } => Some("source != 'waf'"),
+            Kind::TopK { waf: false, rate_limited: true } => Some("source != 'waf' AND event_action = 'RATE_LIMIT'"),
+            Kind::Delivery | Kind::TopKUrl => None,
+        };
+        if let Some(condition) = from_security {
+            feeds.push(feed(Source::Security, "sumState(toUInt64(1)) AS hits", condition));
+        }
+    }
+    (creates, feeds)
+}
+
+/// The statements that create the schema (each idempotent): raw tables, the value dictionary, the kept keys
+/// of batches, and each rollup with the materialized view(s) that feed it. Batches are inserted into a Null
+/// table per source, whose views write the raw rows and the rollups, so that a repair can write each of them
+/// alone. Dropping the views of schema version 1 (on the raw tables) comes last.
+fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
+    let mut out =
+        vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = TinyLog".to_string()];
+    for (source, order) in [(Source::Access, "customer, ts"), (Source::Security, "customer, ts, seq")] {
+        out.push(format!(
+            "CREATE TABLE IF NOT EXISTS {} ({}, day Date MATERIALIZED toDate(intDiv(ts, 1000))) \
+             ENGINE = MergeTree PARTITION BY day ORDER BY ({order})",
+            source.raw(),
+            source.definitions()
+        ));
+        out.push(format!("CREATE TABLE IF NOT EXISTS {}_in ({}) ENGINE = Null", source.raw(), source.definitions()));
+    }
+    out.push(
+        "CREATE TABLE IF NOT EXISTS dict_in (customer Int64, dim UInt8, value String, seq UInt64) ENGINE = Null".into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS dict (customer Int64, dim UInt8, value String, \
+         first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree ORDER BY (customer, dim, value)"
+            .into(),
+    );
+    out.push(
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS dict_mv TO dict AS SELECT customer, dim, value, \
+         minState(seq) AS first FROM dict_in GROUP BY customer, dim, value"
+            .into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS ingest_batches (customer Int64, endpoint UInt8, key String, batch UInt64, \
+         at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
+         ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
+            .into(),
+    );
+    out.push(
+        "CREATE TABLE IF NOT EXISTS ingest_keys (customer Int64, endpoint UInt8, key String, body_hash String, \
+         accepted UInt64, at_ms Int64, day Date MATERIALIZED toDate(intDiv(at_ms, 1000))) \
+         ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
+            .into(),
+    );
+    let (creates, feeds) = feeds(specs, tables);
+    out.extend(creates);
+    for source in [Source::Access, Source::Security] {
+        let columns = source.columns().join(", ");
+        out.push(format!(
+            // ClickHouse 18.16 expects a view to give the target's MATERIALIZED column too.
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_{0} TO {0} AS SELECT {columns}, toDate(intDiv(ts, 1000)) AS day \
+             FROM {0}_in",
+            source.raw()
+        ));
+    }
+    for feed in &feeds {
+        let from = format!("{}_in", feed.source.raw());
+        out.push(format!(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS {} TO {} AS {}",
+            feed.view(),
+            feed.table,
+            feed.select(&from, "")
+        ));
+    }
+    for feed in &feeds {
+        let old = match feed.source {
+            Source::Access => "mv",
+            Source::Security => "mvs",
+        };
+        out.push(format!("DROP TABLE IF EXISTS {old}_{}", feed.table));
+    }
+    out
+}
+
+impl ClickHouseEngine {
+    pub(super) fn migrate(&self) -> anyhow::Result<()> {
+        let statements = schema(&self.specs, &self.tables);
+        let client = self.client.clone();
+        let now = self.clock.now_ms();
+        self.block_failure(async move {
+            client.query(&statements[0]).execute().await?;
+            let version: u32 =
+                client.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
+            if version > SCHEMA_VERSION {
+                return Err(Failure::Internal(anyhow::anyhow!(
+                    "the statistics database has schema version {version}, newer than this server's \
+                     {SCHEMA_VERSION}; upgrade the server"
+                )));
+            }
+            let mut columns_added = false;
+            for s in &statements[1..] {
+                // Raw tables of schema version 1 get their batch column before the views that write it.
+                if !columns_added && s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_") {
+                    for source in [Source::Access, Source::Security] {
+                        let has: u64 = client
+                            .query(
+                                "SELECT count() FROM system.columns WHERE database = currentDatabase() \
+                                 AND table = ? AND name = 'batch'",
+                            )
+                            .bind(source.raw())
+                            .fetch_one::<u64>()
+                            .await?;
+                        if has == 0 {
+                            let alter = format!("ALTER TABLE {} ADD COLUMN batch UInt64", source.raw());
+                            client.query(&alter).execute().await?;
+                        }
+                    }
+                    columns_added = true;
+                }
+                client.query(s).execute().await?;
+            }
+            if version < SCHEMA_VERSION {
+                client
+                    .query("INSERT INTO edge_schema (version, applied_ms) VALUES (?, ?)")
+                    .bind(SCHEMA_VERSION)
+                    .bind(now)
+                    .execute()
+                    .await?;
+            }
+            Ok(())
+        })
+        .map_err(anyhow::Error::from)
+        .context("creating the statistics schema")
+    }
+}
