@@ -145,7 +145,9 @@ where
     }
 }
 
-/// At most one request every `ms` milliseconds (an API's rate limit, kept from the browser).
+/// At most one request every `ms` milliseconds (an API's rate limit, kept from the browser), counted from the
+/// previous request's answer: the server sees requests at least `ms` apart however late the browser's busy main
+/// thread or the network sends one.
 #[derive(Clone)]
 pub struct Pace {
     ms: f64,
@@ -154,15 +156,17 @@ pub struct Pace {
 
 impl Pace {
     pub fn new(ms: f64) -> Pace {
-        Pace { ms, last: Rc::new(Cell::new(0.0)) }
+        Pace { ms, last: Rc::new(Cell::new(f64::NEG_INFINITY)) }
     }
 
-    /// Waits until the next request may go, and counts it as gone.
-    pub async fn wait(&self) {
+    /// Sends `request` once `ms` have passed since the previous one was answered.
+    pub async fn send<T>(&self, request: impl Future<Output = T>) -> T {
         let wait = self.ms - (js_sys::Date::now() - self.last.get());
         if wait > 0.0 {
-            sleep(wait as i32).await;
+            sleep(wait.ceil() as i32).await;
         }
+        let answer = request.await;
         self.last.set(js_sys::Date::now());
+        answer
     }
 }

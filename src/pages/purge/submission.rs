@@ -146,8 +146,7 @@ pub(super) fn run(customer: String, action: String, uris: Vec<PurgeUri>, s: Subm
                     let Some(state) = state else { return false };
                     let request = PurgeRequest { purge_request: PurgeBody { action, uris: chunk } };
                     loop {
-                        pace.wait().await;
-                        match api::purge_once(&customer, &request).await {
+                        match pace.send(api::purge_once(&customer, &request)).await {
                             Purged::Done(t) => {
                                 let _ = state.try_set(Chunk::Sent(t));
                                 return true;
