@@ -19,7 +19,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     domain::{
         auth::Caller,
-        tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
+        tasks::{NETWORK_LIST_DEPLOY, TaskTarget, new_task, task_body},
     },
     http::{
         caller::Allowed,
@@ -69,6 +69,12 @@ fn list_body(customer: &Customer, l: &NetworkListRecord, entries: Option<Vec<Str
         modified_timestamp: l.modified_ms.map(timestamp),
         uri,
     }
+}
+
+/// The deployment task of a change to `list`.
+fn deploy_task(state: &AppState, caller: &Caller, list: &NetworkListRecord) -> store::TaskRecord {
+    let uri = list_uri(&caller.customer, &list.id);
+    new_task(state, caller, NETWORK_LIST_DEPLOY, TaskTarget { id: &list.id, uri: &uri, name: &list.name })
 }
 
 async fn find_list(state: &AppState, customer: &Customer, id: &str) -> AppResult<NetworkListRecord> {
@@ -228,7 +234,7 @@ async fn create_list(
         entry_count: 0,
     };
     let uri = list_uri(&caller.customer, &record.id);
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &record.id, &uri);
+    let task = deploy_task(&state, &caller, &record);
     let entries = entry_records(&caller, normalized.clone(), now);
     let audit = AuditEvent::by(&caller, now, op::LIST_CREATE, Target::network_list(&record.id, &record.name))
         .detail("type", record.list_type.as_str())
@@ -342,8 +348,7 @@ async fn delete_list(
     Path(p): Path<ListPath>,
 ) -> AppResult<Response> {
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
-    let uri = list_uri(&caller.customer, &list.id);
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &uri);
+    let task = deploy_task(&state, &caller, &list);
     let audit =
         AuditEvent::by(&caller, state.clock.now_ms(), op::LIST_DELETE, Target::network_list(&list.id, &list.name));
     if !state.store.delete_network_list(caller.customer.id, &list.id, &task, &audit).await? {
@@ -373,7 +378,7 @@ async fn add(state: &AppState, caller: &Caller, list_id: &str, input: &[EntryInp
     let values: Vec<&str> = input.iter().filter_map(EntryInput::text).collect();
     let normalized = normalize_all(&list.list_type, &values)?;
     let now = state.clock.now_ms();
-    let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(state, caller, &list);
     let audit = AuditEvent::by(caller, now, op::ENTRIES_ADD, Target::network_list(&list.id, &list.name));
     let outcome = state
         .store
@@ -537,7 +542,7 @@ async fn delete_entry_named_deletions(
 async fn remove_entry(state: &AppState, caller: &Caller, list_id: &str, entry_id: &str) -> AppResult<Task> {
     let list = find_list(state, &caller.customer, list_id).await?;
     let entry = state.store.entry(&list.id, entry_id).await?.ok_or(AppError::NotFound("entry"))?;
-    let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(state, caller, &list);
     let now = state.clock.now_ms();
     let audit = AuditEvent::by(caller, now, op::ENTRY_DELETE, Target::network_list(&list.id, &list.name))
         .detail("entry", entry.value.as_str());
@@ -602,7 +607,7 @@ async fn delete_all_entries(
     Path(p): Path<ListPath>,
 ) -> AppResult<axum::Json<Task>> {
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(&state, &caller, &list);
     let audit =
         AuditEvent::by(&caller, state.clock.now_ms(), op::ENTRIES_CLEAR, Target::network_list(&list.id, &list.name));
     state.store.clear_entries(&list.id, state.clock.now_ms(), &task, &audit).await?;
