@@ -469,6 +469,6 @@ async fn diff_versions(
 }
 
 /// Runs CPU work that grows with a configuration's size on a blocking thread.
-async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+pub(super) async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(work).await.map_err(|e| AppError::Internal(anyhow::anyhow!("configuration work: {e}")))
 }
