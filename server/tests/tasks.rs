@@ -197,6 +197,9 @@ async fn a_task_names_who_started_it_and_what_it_changed_and_a_purge_its_first_u
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(who_and_what(&app, "acme", "alice").await, tasks);
+    // A viewer reads the same names.
+    app.add_user("acme", "vera", "viewer").await;
+    assert_eq!(who_and_what(&app, "acme", "vera").await, tasks);
 
     // Another customer sees none of it, and nothing of its own names leaks into acme's.
     let theirs = who_and_what(&app, "globex", "gina").await;

@@ -79,6 +79,12 @@ async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() 
     h.wait_for("#running-purges .transaction[data-status=SUCCESS]").await?;
     h.wait_for_attr("#running-purges .transaction [role=progressbar]", "aria-valuenow", "100").await?;
     h.snapshot("purge-done").await?;
+    // Tasks say who started the purge and what it purged, by its URI patterns.
+    h.goto("/demo/tasks?operation=purge").await?;
+    let row = h.wait_until("table.tasks tbody tr:first-child", |t| t.contains("Purge of 2 URI patterns")).await?;
+    assert!(row.contains("www.shop.example/index.html") && row.contains("www.shop.example/img/logo.png"), "{row}");
+    assert!(row.contains("operator"), "who started it: {row}");
+    h.snapshots("tasks-purge").await?;
     h.stop().await
 }
 
@@ -89,6 +95,16 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.click("nav a[href='/demo/lists']").await?;
     h.click("tr[data-list=ip_demo_scanners] button").await?;
     h.wait_for_path("/demo/lists?list=ip_demo_scanners").await?;
+    // Where it is used: the properties and their rules, and what deleting it would leave matching nothing.
+    let usage = h.wait_until("#list-usage", |t| t.contains("www-shop")).await?;
+    assert!(usage.contains("api-gateway") && usage.contains("Block known scanners (block)"), "{usage}");
+    h.snapshots("list-usage").await?;
+    h.click_text(".list-header button.danger-outline", "Delete list").await?;
+    h.wait_until("dialog[open] #stranded-rules", |t| {
+        t.contains("2 traffic-shaping rules in 2 properties would match nothing.")
+    })
+    .await?;
+    h.click("dialog[open] .actions button:first-child").await?;
     h.fill("textarea[name=entries]", "192.0.2.200\n10.9.8.7/8\nnot-an-ip\n192.0.2.200\n198.51.100.7\n# a comment")
         .await?;
     h.click("#add-entries .actions button").await?;
@@ -113,5 +129,9 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.wait_for("tr[data-entry='192.0.2.200']").await?;
     h.wait_for(".task-progress[data-status=COMPLETED]").await?;
     h.snapshot("list-added").await?;
+    // A rule links to its row in the property's editor.
+    h.click("#list-usage li[data-property=www-shop] li[data-rule] a").await?;
+    h.wait_for("tr.target-node[aria-current=true]").await?;
+    h.snapshots("editor-linked-rule").await?;
     h.stop().await
 }
