@@ -1,5 +1,6 @@
-//! Operations through the real console: concurrent configuration edits resolved on the merge screen, a purge
-//! followed to 100 %, network list entries added by paste with a validation report.
+//! Operations through the real console: concurrent configuration edits resolved on the merge screen, a malformed
+//! configuration described in words, a purge followed to 100 % and named in Tasks, network list entries added by
+//! paste with a validation report, where a list is used.
 
 use edge_e2e::{Harness, PASSWORD};
 
@@ -133,5 +134,76 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.click("#list-usage li[data-property=www-shop] li[data-rule] a").await?;
     h.wait_for("tr.target-node[aria-current=true]").await?;
     h.snapshots("editor-linked-rule").await?;
+    h.stop().await
+}
+
+/// Replaces the raw editor's text as a paste would (one input event).
+async fn paste_raw(b: &edge_e2e::Browser, text: &str) -> anyhow::Result<()> {
+    b.wait_for("textarea[name=raw]").await?;
+    let script = "const t = document.querySelector('textarea[name=raw]'); t.value = arguments[0]; \
+                  t.dispatchEvent(new Event('input', { bubbles: true }));";
+    b.client.execute(script, vec![serde_json::json!(text)]).await?;
+    Ok(())
+}
+
+/// The words an administrator must never be shown: a JSON path, a parser's type names.
+fn assert_in_words(shown: &str) {
+    for jargon in ["$.", "expected", "invalid type", "u16", "u32", "unknown field"] {
+        assert!(!shown.contains(jargon), "{jargon:?} in {shown:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_configuration_is_described_in_words_at_the_places_the_editor_names() -> anyhow::Result<()> {
+    let h = Harness::start().await?;
+    h.login_as("admin", PASSWORD).await?;
+    h.goto(SHOP).await?;
+    h.click("#toggle-raw").await?;
+    let text = value(&h, "textarea[name=raw]").await?;
+    let mut config: serde_json::Value = serde_json::from_str(&text)?;
+    config["cache_rules"][0]["ttl_seconds"] = serde_json::json!("3600");
+    config["origins"][1]["port"] = serde_json::json!(70000);
+    paste_raw(&h, &serde_json::to_string_pretty(&config)?).await?;
+
+    // Leaving raw mode checks it as the server would: each problem at its row, by the row's name.
+    h.click("#toggle-raw").await?;
+    let shown = h.wait_until("#raw-error", |t| t.contains("TTL")).await?;
+    assert!(
+        shown.contains(
+            "Cache rules › /static/* › TTL (s): \"3600\" is text; a TTL (seconds, up to a year) is a whole number \
+             from 0 to 31,536,000"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            "Origins › shop-fallback › Port: 70,000 is over 65,535; a port is a whole number from 1 to 65,535"
+        ),
+        "{shown}"
+    );
+    assert_in_words(&shown);
+    h.snapshots("raw-problems").await?;
+
+    // A JSON syntax error says where, in words.
+    paste_raw(&h, "{\n  \"name\": \"www-shop\"\n  \"origins\": []\n}").await?;
+    h.click("#toggle-raw").await?;
+    let shown = h.wait_until("#raw-error", |t| t.contains("line 3")).await?;
+    assert!(shown.contains("The JSON is not valid at line 3, column 3"), "{shown}");
+    assert_in_words(&shown);
+
+    // What the server refuses reads the same: its answer's places as the editor names them.
+    config["cache_rules"][0]["ttl_seconds"] = serde_json::json!(3600);
+    paste_raw(&h, &serde_json::to_string_pretty(&config)?).await?;
+    h.click("#save-config").await?;
+    h.click("#confirm-save").await?;
+    let shown = h.wait_until("dialog[open] .notice.error", |t| t.contains("Port")).await?;
+    assert!(
+        shown.contains(
+            "Origins › shop-fallback › Port: 70,000 is over 65,535; a port is a whole number from 1 to 65,535"
+        ),
+        "{shown}"
+    );
+    assert_in_words(&shown);
+    h.snapshots("save-refused").await?;
     h.stop().await
 }
