@@ -13,7 +13,6 @@ use edge_api::config::{
     CacheRule, HostPattern, MATCH_TYPES, Origin, SEVERITIES, SHAPING_ACTIONS, ShapingRule, WAF_ACTIONS, WafRule,
 };
 use leptos::{html, prelude::*};
-use leptos_router::hooks::use_query_map;
 
 pub use self::fields::{Fields, Problem, whole};
 use self::{
@@ -93,8 +92,12 @@ fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell
     };
     // The node a link points at (`?node=`, from a network list's "Where it is used"): marked, and brought into
     // view once it is drawn.
-    let query = use_query_map();
-    let target = query.with_untracked(|q| q.get("node")).is_some_and(|n| n == id);
+    // Read from the address itself, not the router: the editor is also drawn without one (its tests).
+    let target = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|q| web_sys::UrlSearchParams::new_with_str(&q).ok())
+        .and_then(|q| q.get("node"))
+        .is_some_and(|n| n == id);
     let row_ref = NodeRef::<html::Tr>::new();
     if target {
         Effect::new(move |_| {
