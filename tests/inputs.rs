@@ -1,7 +1,7 @@
 //! The console never changes what the user typed (issue 25): a value that does not fit stays in its field with
 //! the reason beside it and holds Save; editing another field leaves it alone; a range with host bits set is
 //! refused with the network it would mean, offered as a fix; an entry a wider one covers is pointed out; the
-//! review of changes names places as a person would.
+//! review of changes and the API's problems name places as a person would.
 
 #![cfg(target_arch = "wasm32")]
 
@@ -9,7 +9,7 @@ use edge_api::config::PropertyConfig;
 use edge_console::pages::{
     lists::{Covered, check_lines, mark_covered, replace_entry, valid_values},
     properties::{
-        labels::human_path,
+        labels::{human_path, human_problem},
         nodes::{Fields, StructuredEditor, whole},
     },
 };
@@ -170,4 +170,22 @@ fn review_paths_read_as_a_person_would() {
     assert_eq!(human_path("$.origins[id=gone].port", &[&after]), "Origins › gone › Port");
     assert_eq!(human_path("$.cache_rules[0].ttl_seconds", &[&after]), "Cache rules › item 1 › TTL (s)");
     assert_eq!(human_path("not a path", &[&after]), "not a path");
+}
+
+#[wasm_bindgen_test]
+fn the_apis_problems_read_at_the_places_the_editor_names() {
+    let sent =
+        json!({"origins": [{"id": "o-1", "name": "shop-primary"}], "cache_rules": [{"path_pattern": "/static/*"}]});
+    let read = |m: &str| human_problem(m, &[&sent]);
+    assert_eq!(
+        read("$.origins[0].port: 70,000 is over 65,535"),
+        "Origins › shop-primary › Port: 70,000 is over 65,535"
+    );
+    assert_eq!(read("$.cache_rules[0].ttl_seconds: \"x\" is text"), "Cache rules › /static/* › TTL (s): \"x\" is text");
+    assert_eq!(
+        read("$.security.traffic_shaping_rules[0].values[1]: 7 is a number"),
+        "Traffic shaping › item 1 › Values › item 2: 7 is a number"
+    );
+    assert_eq!(read("$: 5001 nodes"), "The whole configuration: 5001 nodes");
+    assert_eq!(read("The JSON ends too early (line 1)."), "The JSON ends too early (line 1).");
 }

@@ -213,6 +213,7 @@ pub const OPERATION_SCOPES: &[(&str, &str, TokenAccess)] = {
         ("GET", "/config/networklists/{network_list_id}/entries/{entry_id}", S(ListsRead)),
         ("DELETE", "/config/networklists/{network_list_id}/entries/{entry_id}", S(ListsWrite)),
         ("DELETE", "/config/networklists/{network_list_id}/{entry_id}", S(ListsWrite)),
+        ("GET", "/config/networklists/{network_list_id}/usage", S(ConfigRead)),
         ("GET", "/properties", S(ConfigRead)),
         ("POST", "/properties", S(ConfigWrite)),
         ("GET", "/properties/{property_name}/config", S(ConfigRead)),

@@ -15,6 +15,7 @@ pub mod networklists;
 pub mod paging;
 pub mod paths;
 pub mod purge;
+pub mod reading;
 #[cfg(feature = "openapi")]
 pub mod schema;
 pub mod stats;

@@ -134,6 +134,50 @@ pub struct AddEntriesResult {
     pub task: Task,
 }
 
+/// Where a network list is used (beyond the API): the properties whose current configuration has a
+/// traffic-shaping rule matching the list, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NetworkListUsage {
+    /// At most 100, by name.
+    pub properties: Vec<PropertyUse>,
+    /// More properties use the list than `properties` holds.
+    pub has_more: bool,
+}
+
+/// A property whose configuration uses a network list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PropertyUse {
+    /// The property's name.
+    pub property: String,
+    /// Its configuration's address.
+    pub uri: String,
+    /// The configuration's version that was read.
+    pub version: u64,
+    /// How many of its traffic-shaping rules match the list.
+    pub rule_count: u64,
+    /// Those rules, in the configuration's order: at most 100.
+    pub rules: Vec<RuleUse>,
+}
+
+/// A traffic-shaping rule that matches a network list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RuleUse {
+    /// The rule's node id.
+    pub id: String,
+    pub name: String,
+    /// `BLOCK`, `RATE_LIMIT` or `WARN`.
+    pub action: String,
+    pub enabled: bool,
+}
+
+/// The most properties a usage answer names.
+pub const USAGE_MAX_PROPERTIES: usize = 100;
+/// The most rules a usage answer names per property.
+pub const USAGE_MAX_RULES: usize = 100;
+
 /// Normalises an entry of a list of type `list_type`, or says what is wrong with it.
 ///
 /// IP: an IPv4 or IPv6 address (written canonically, e.g. `2001:db8::1`) or a CIDR range; a /32 or /128

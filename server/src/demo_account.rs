@@ -14,7 +14,7 @@ use crate::{
     domain::{
         admin::local_user,
         property_config::{Stamp, etag, stamp_new},
-        tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, new_task_for},
+        tasks::{CONFIG_DEPLOY, NETWORK_LIST_DEPLOY, Starter, TaskTarget, new_task_for},
     },
     state::AppState,
     store::{
@@ -158,7 +158,8 @@ async fn seed_lists(state: &AppState, customer: &Customer, admin: &UserRecord) -
             })
             .collect();
         let uri = format!("{}/config/networklists/{id}", paths::base(&customer.name));
-        let task = new_task_for(state, customer.id, &admin.id, NETWORK_LIST_DEPLOY, id, &uri);
+        let by = Starter { id: &admin.id, name: &admin.username };
+        let task = new_task_for(state, customer.id, by, NETWORK_LIST_DEPLOY, TaskTarget { id, uri: &uri, name });
         let target = Target::network_list(id, name);
         let audit = AuditEvent::system(customer.id, now, op::LIST_CREATE, target.clone())
             .detail("type", list_type)
@@ -315,7 +316,9 @@ async fn seed_properties(state: &AppState, customer: &Customer, admin: &UserReco
             comment: "Initial configuration".into(),
         };
         let uri = format!("{}/properties/{}/config", paths::base(&customer.name), config.name);
-        let task = new_task_for(state, customer.id, &admin.id, CONFIG_DEPLOY, &config.name, &uri);
+        let by = Starter { id: &admin.id, name: &admin.username };
+        let target = TaskTarget { id: &config.name, uri: &uri, name: &config.name };
+        let task = new_task_for(state, customer.id, by, CONFIG_DEPLOY, target);
         let audit =
             AuditEvent::system(customer.id, record.created_ms, op::PROPERTY_CREATE, Target::property(&config.name))
                 .detail("to_version", 1);

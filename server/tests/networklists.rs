@@ -392,3 +392,109 @@ async fn concurrent_additions_to_one_list_all_succeed() {
     let reply = app.send(req(Method::GET, &format!("{uri}/entries")).basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.body["total"], 32);
 }
+
+/// Gives property `name` of acme the traffic-shaping rules `rules` (name, action, values, enabled), matching
+/// network lists.
+async fn shape(app: &TestApp, name: &str, rules: &[(&str, &str, &[&str], bool)]) {
+    let uri = format!("/acme/v1/properties/{name}/config");
+    let reply = app.send(req(Method::GET, &uri).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let mut config = reply.body["config"].clone();
+    config["security"]["traffic_shaping_rules"] = rules
+        .iter()
+        .enumerate()
+        .map(|(i, (rule, action, values, enabled))| {
+            let mut r = json!({"id": format!("r{i}"), "name": rule, "action": action, "match_type": "NETWORK_LIST",
+                               "values": values, "enabled": enabled});
+            if *action == "RATE_LIMIT" {
+                r["rate_limit_per_minute"] = json!(60);
+            }
+            r
+        })
+        .collect();
+    let etag = reply.body["etag"].as_str().unwrap().to_string();
+    let body = json!({"config": config, "comment": "rules"});
+    let reply =
+        app.send(req(Method::PUT, &uri).basic("alice", PASSWORD).header("if-match", &etag).json(&body).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+async fn usage(app: &TestApp, customer: &str, user: &str, list: &str) -> (StatusCode, Value) {
+    let uri = format!("/{customer}/v1/config/networklists/{list}/usage");
+    let reply = app.send(req(Method::GET, &uri).basic(user, PASSWORD).done()).await;
+    (reply.status, reply.body)
+}
+
+#[tokio::test]
+async fn a_list_says_which_properties_and_rules_use_it() {
+    let app = TestApp::new().await;
+    let scanners = create(&app, "Scanners", "IP", &["192.0.2.1"]).await["id"].as_str().unwrap().to_string();
+    let partners = create(&app, "Partners", "GEO", &["FR"]).await["id"].as_str().unwrap().to_string();
+    app.add_property("shop", &["www.shop.example"]).await;
+    app.add_property("api", &["api.shop.example"]).await;
+    app.add_property("blog", &["blog.shop.example"]).await;
+    let both: &[&str] = &[&partners, &scanners];
+    shape(
+        &app,
+        "shop",
+        &[
+            ("Block scanners", "BLOCK", &[&scanners], true),
+            ("Watch partners", "WARN", &[&partners], true),
+            ("Slow both", "RATE_LIMIT", both, false),
+        ],
+    )
+    .await;
+    shape(&app, "api", &[("Scanners (log)", "WARN", &[&scanners], true)]).await;
+    shape(&app, "blog", &[("Partners only", "BLOCK", &[&partners], true)]).await;
+
+    let (status, body) = usage(&app, "acme", "alice", &scanners).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"has_more": false, "properties": [
+            {"property": "api", "uri": "/acme/v1/properties/api/config", "version": 2, "rule_count": 1, "rules": [
+                {"id": "r0", "name": "Scanners (log)", "action": "WARN", "enabled": true}]},
+            {"property": "shop", "uri": "/acme/v1/properties/shop/config", "version": 2, "rule_count": 2, "rules": [
+                {"id": "r0", "name": "Block scanners", "action": "BLOCK", "enabled": true},
+                {"id": "r2", "name": "Slow both", "action": "RATE_LIMIT", "enabled": false}]},
+        ]})
+    );
+    // A rule's name that mentions the id is not a use: only a NETWORK_LIST rule's values are.
+    shape(&app, "blog", &[(&scanners, "BLOCK", &[&partners], true)]).await;
+    let (_, body) = usage(&app, "acme", "alice", &scanners).await;
+    assert_eq!(body["properties"].as_array().unwrap().len(), 2, "{body}");
+    // A list no rule uses.
+    let unused = create(&app, "Unused", "IP", &[]).await["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        usage(&app, "acme", "alice", &unused).await,
+        (StatusCode::OK, json!({"properties": [], "has_more": false}))
+    );
+
+    // Viewers read it; another customer cannot tell the list exists; an unknown list is 404.
+    app.add_user("acme", "vera", "viewer").await;
+    assert_eq!(usage(&app, "acme", "vera", &scanners).await.0, StatusCode::OK);
+    let (status, body) = usage(&app, "globex", "gina", &scanners).await;
+    assert_eq!((status, body["type"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")), "{body}");
+    assert_eq!(usage(&app, "acme", "alice", "ip_nope").await.0, StatusCode::NOT_FOUND);
+    // `usage` is no entry's id: removing it is 404 like any missing entry, and changes nothing.
+    let uri = format!("/acme/v1/config/networklists/{scanners}/usage");
+    let reply = app.send(req(Method::DELETE, &uri).basic("alice", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+#[tokio::test]
+async fn a_list_used_by_more_than_100_properties_names_the_first_100() {
+    let app = TestApp::new().await;
+    let list = create(&app, "Everywhere", "IP", &["192.0.2.1"]).await["id"].as_str().unwrap().to_string();
+    for i in 0..101 {
+        let name = format!("p{i:03}");
+        app.add_property(&name, &[&format!("{name}.shop.example")]).await;
+        shape(&app, &name, &[("Block", "BLOCK", &[&list], true)]).await;
+    }
+    let (status, body) = usage(&app, "acme", "alice", &list).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> =
+        body["properties"].as_array().unwrap().iter().map(|p| p["property"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 100);
+    assert_eq!((names[0], names[99], &body["has_more"]), ("p000", "p099", &json!(true)));
+}

@@ -16,7 +16,7 @@ use edge_server::{
     store::{
         AccountChange, Actor, AuditEvent, AuditFilter, ConfigVersionRecord, Customer, EntryRecord, Location,
         NetworkListRecord, NetworkListUpdate, NewCustomer, NewUser, OtpSeedRecord, PasswordReset, PurgeRecord,
-        SessionRecord, Store, StoreError, Target, TaskFilter, TaskRecord, TaskStatus, UserUpdate,
+        PurgeSummary, SessionRecord, Store, StoreError, Target, TaskFilter, TaskRecord, TaskStatus, UserUpdate,
     },
     throttle::{self, Decision, Lockout, LoginKey, Outcome, Verdict},
 };
@@ -132,11 +132,14 @@ fn task(customer: i64, id: &str, operation: &str, begin_ms: i64, end_ms: i64, fa
         customer_id: customer,
         operation: operation.into(),
         user_id: "u-alice".into(),
+        user_name: "alice".into(),
         target_id: "t".into(),
         target_uri: "/acme/v1/t".into(),
+        target_name: "T".into(),
         begin_ms,
         end_ms,
         error_info: failed.then(|| "{\"type\":\"deployment_failed\"}".into()),
+        purge: None,
     }
 }
 
@@ -397,8 +400,9 @@ async fn tasks_filtered_paged_and_pruned(store: Arc<dyn Store>) {
         customer_id: c.id,
         task_id: task_id.into(),
         action: "PURGE".into(),
-        uri_count: 1,
+        uri_count: 4,
         uris: "[]".into(),
+        sample: vec!["www.a.example/1".into(), "www.a.example/2".into(), "www.a.example/3".into()],
         username: "alice".into(),
     };
     // Completed long ago, failed, running, queued.
@@ -411,7 +415,10 @@ async fn tasks_filtered_paged_and_pruned(store: Arc<dyn Store>) {
     for t in &all {
         store.create_purge(&purge(&t.id), t, &event).await.unwrap();
     }
-    assert_eq!(store.task(c.id, "t-running").await.unwrap(), Some(all[2].clone()));
+    // Read back with who started it, what it changed, and the purge it tracks (its number and first patterns).
+    let summary = PurgeSummary { id: 3, action: "PURGE".into(), uri_count: 4, sample: purge("t-running").sample };
+    let running = TaskRecord { purge: Some(summary.clone()), ..all[2].clone() };
+    assert_eq!(store.task(c.id, "t-running").await.unwrap(), Some(running.clone()));
     assert_eq!(store.task(c.id + 1, "t-running").await.unwrap(), None);
     let filter = |status: Option<TaskStatus>, since: Option<i64>, operation: Option<&str>| TaskFilter {
         now_ms: now,
@@ -425,6 +432,8 @@ async fn tasks_filtered_paged_and_pruned(store: Arc<dyn Store>) {
     fn named(ids: &[&str], total: u64) -> (Vec<String>, u64) {
         (ids.iter().map(|s| s.to_string()).collect(), total)
     }
+    let page = store.tasks(c.id, &filter(None, None, None), 1, 1).await.unwrap();
+    assert_eq!(page.0, vec![running], "the page's tasks carry their purges");
     let newest_first = vec!["t-queued", "t-running", "t-failed", "t-old"];
     assert_eq!(ids(store.tasks(c.id, &filter(None, None, None), 0, 10).await.unwrap()), named(&newest_first, 4));
     assert_eq!(
@@ -651,6 +660,7 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
             action: "PURGE".into(),
             uri_count: 2,
             uris: r#"["a","b"]"#.into(),
+            sample: vec!["a".into(), "b".into()],
             username: "alice".into(),
         };
         ids.push(store.create_purge(&purge, &t, &event).await.unwrap());
@@ -658,6 +668,7 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
     assert_eq!(ids, [1, 2, 3], "numbered per customer");
     let (purge, t) = store.purge(c.id, ids[1]).await.unwrap().unwrap();
     assert_eq!((purge.id, purge.task_id.as_str(), purge.uri_count, t.id.as_str()), (ids[1], "p1", 2, "p1"));
+    assert_eq!(purge.sample, ["a", "b"], "its first patterns, read without the whole request");
     assert_eq!(store.purge(c.id + 1, ids[1]).await.unwrap(), None);
     let recent: Vec<i64> = store.recent_purges(c.id, 2).await.unwrap().into_iter().map(|(p, _)| p.id).collect();
     assert_eq!(recent, [ids[2], ids[1]]);
@@ -691,6 +702,7 @@ async fn purges_and_their_rate_limit(store: Arc<dyn Store>) {
         action: "PURGE".into(),
         uri_count: 1,
         uris: "[]".into(),
+        sample: vec![],
         username: "gina".into(),
     };
     let event = audit(other.id, op::PURGE, Target::purge("PURGE"));

@@ -120,3 +120,133 @@ async fn finished_tasks_are_pruned_after_the_retention_with_the_purges_they_trac
     let reply = app.send(req(Method::GET, "/acme/v1/transactions").basic("alice", PASSWORD).done()).await;
     assert_eq!(reply.body.as_array().unwrap().len(), 2);
 }
+
+/// The tasks of `customer`'s page, by operation: (user_name, target_name, purge).
+async fn who_and_what(app: &TestApp, customer: &str, user: &str) -> Vec<(String, Value, Value, Value)> {
+    let reply =
+        app.send(req(Method::GET, &format!("/{customer}/v1/tasks?count=100")).basic(user, PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    reply.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let field = |k: &str| t.get(k).cloned().unwrap_or(Value::Null);
+            (t["operation"].as_str().unwrap().to_string(), field("user_name"), field("target_name"), field("purge"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_task_names_who_started_it_and_what_it_changed_and_a_purge_its_first_uris() {
+    let app = TestApp::new().await;
+    app.add_property("shop", &["www.shop.example"]).await;
+    app.add_user("acme", "olga", "operator").await;
+    app.advance(1000);
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/config/networklists")
+                .basic("olga", PASSWORD)
+                .json(&json!({"name": "Blocked bots", "type": "IP", "list": ["192.0.2.1"]}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    app.advance(1000);
+    let uris: Vec<Value> = (0..5)
+        .map(|i| json!({"uri_pattern": format!("www.shop.example/img/{i}.png"), "match_mode": "EXACT_LITERAL"}))
+        .collect();
+    let body = json!({"purge_request": {"action": "EXPIRE", "uris": uris}});
+    let reply = app.send(req(Method::POST, "/acme/v1/cache/purge").basic("olga", PASSWORD).json(&body).done()).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let transaction = reply.body["transaction_id"].clone();
+
+    let tasks = who_and_what(&app, "acme", "alice").await;
+    assert_eq!(
+        tasks,
+        vec![
+            (
+                "purge".to_string(),
+                json!("olga"),
+                Value::Null,
+                json!({
+                    "transaction_id": transaction,
+                    "action": "EXPIRE",
+                    "uri_count": 5,
+                    "uris": ["www.shop.example/img/0.png", "www.shop.example/img/1.png", "www.shop.example/img/2.png"],
+                })
+            ),
+            ("networklist.deploy".to_string(), json!("olga"), json!("Blocked bots"), Value::Null),
+            ("config.deploy".to_string(), json!("alice"), json!("shop"), Value::Null),
+        ]
+    );
+    // One task reads the same, and the purge listing shows the same first patterns.
+    let reply = app.send(req(Method::GET, "/acme/v1/tasks?operation=purge").basic("alice", PASSWORD).done()).await;
+    let id = reply.body["items"][0]["id"].as_str().unwrap().to_string();
+    let one = app.send(req(Method::GET, &format!("/acme/v1/tasks/{id}")).basic("alice", PASSWORD).done()).await;
+    assert_eq!((one.status, &one.body), (StatusCode::OK, &reply.body["items"][0]));
+    let reply = app.send(req(Method::GET, "/acme/v1/transactions").basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.body[0]["sample"], json!(tasks[0].3["uris"]));
+    assert_eq!(reply.body[0]["uri_count"], 5);
+
+    // The names are those of when the task began: renaming the user and the list later changes no task.
+    let olga = app.user_id("acme", "olga").await;
+    let rename = json!({"username": "olga.k"});
+    let reply = app
+        .send(req(Method::PUT, &format!("/acme/v1/users/{olga}")).basic("alice", PASSWORD).json(&rename).done())
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    assert_eq!(who_and_what(&app, "acme", "alice").await, tasks);
+    // A viewer reads the same names.
+    app.add_user("acme", "vera", "viewer").await;
+    assert_eq!(who_and_what(&app, "acme", "vera").await, tasks);
+
+    // Another customer sees none of it, and nothing of its own names leaks into acme's.
+    let theirs = who_and_what(&app, "globex", "gina").await;
+    assert!(theirs.is_empty(), "{theirs:?}");
+    let reply = app.send(req(Method::GET, &format!("/globex/v1/tasks/{id}")).basic("gina", PASSWORD).done()).await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "not_found");
+}
+
+/// Tasks and purges stored before tasks kept names: the migration that adds them names each by its user and
+/// target as they are, and a purge by its first patterns.
+#[tokio::test]
+async fn tasks_stored_before_names_are_named_by_the_migration() {
+    let app = TestApp::new().await;
+    app.add_property("shop", &["www.shop.example"]).await;
+    app.advance(1000);
+    let reply = app
+        .send(
+            req(Method::POST, "/acme/v1/config/networklists")
+                .basic("alice", PASSWORD)
+                .json(&json!({"name": "Partners", "type": "GEO", "list": ["FR"]}))
+                .done(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    app.advance(1000);
+    let uris: Vec<Value> = (0..4)
+        .map(|i| json!({"uri_pattern": format!("www.shop.example/{i}"), "match_mode": "EXACT_LITERAL"}))
+        .collect();
+    let body = json!({"purge_request": {"action": "PURGE", "uris": uris}});
+    let reply = app.send(req(Method::POST, "/acme/v1/cache/purge").basic("alice", PASSWORD).json(&body).done()).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let named = who_and_what(&app, "acme", "alice").await;
+
+    // As the store was before: no names, no samples, the migration not applied.
+    let db = app.raw_db().await;
+    for sql in [
+        "ALTER TABLE tasks DROP COLUMN user_name",
+        "ALTER TABLE tasks DROP COLUMN target_name",
+        "ALTER TABLE purge_transactions DROP COLUMN sample",
+        "DELETE FROM _sqlx_migrations WHERE version = 13",
+    ] {
+        edge_server::store::db::query(sql).execute(&db).await.unwrap();
+    }
+    let restarted = edge_server::app(app.restarted().await);
+    use tower::ServiceExt;
+    let response = restarted.oneshot(req(Method::GET, "/acme/v1/tasks").basic("alice", PASSWORD).done()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(who_and_what(&app, "acme", "alice").await, named);
+    assert_eq!(named[0].3["uris"], json!(["www.shop.example/0", "www.shop.example/1", "www.shop.example/2"]));
+}

@@ -2,7 +2,8 @@
 
 use edge_api::{
     Account, AccountUpdate, AddEntriesResult, AuditPage, EntryInput, Feature, NetworkList, NetworkListPage,
-    NetworkListUpdate, NewNetworkList, PurgeError, PurgeRequest, Task, TransactionStatus, TransactionSummary,
+    NetworkListUpdate, NetworkListUsage, NewNetworkList, PurgeError, PurgeRequest, Task, TransactionStatus,
+    TransactionSummary,
     config::{Change, ConfigDocument, ConfigVersion, NewProperty, PropertySummary, UpdatePropertyModel},
 };
 use gloo_net::http::{Request, Response};
@@ -177,6 +178,11 @@ pub async fn create_list(customer: &str, list: &NewNetworkList) -> ApiResult<Net
 
 pub async fn update_list(customer: &str, id: &str, update: &NetworkListUpdate) -> ApiResult<NetworkList> {
     send_json(with_json(Request::put(&list_url(customer, id)), update)?).await
+}
+
+/// Where a list is used: the properties and traffic-shaping rules that name it.
+pub async fn list_usage(customer: &str, id: &str) -> ApiResult<NetworkListUsage> {
+    send_json(Request::get(&format!("{}/usage", list_url(customer, id)))).await
 }
 
 pub async fn delete_list(customer: &str, id: &str) -> ApiResult<()> {

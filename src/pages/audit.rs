@@ -87,8 +87,19 @@ fn target_href(customer: &str, r: &AuditRecord) -> Option<String> {
     })
 }
 
-/// `key: value` of each detail.
+/// `key: value` of each detail; a purge's in words ("3 URI patterns, the first /images/*").
 fn details_text(r: &AuditRecord) -> String {
+    if r.operation == "cache.purge"
+        && let Some(n) = r.details.get("uris").and_then(Value::as_u64)
+    {
+        let first = r.details.get("first_uri").and_then(Value::as_str).unwrap_or_default();
+        let patterns = if n == 1 { "URI pattern" } else { "URI patterns" };
+        return match (n, first) {
+            (_, "") => format!("{n} {patterns}"),
+            (1, f) => format!("1 {patterns}: {f}"),
+            (n, f) => format!("{n} {patterns}, the first {f}"),
+        };
+    }
     r.details
         .iter()
         .map(|(k, v)| match v {

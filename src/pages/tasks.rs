@@ -1,12 +1,14 @@
 //! Tasks: every long-running change with its live progress; filters and page in the address.
 
-use edge_api::{TASK_STATUSES, Task, TaskPage};
+use edge_api::{TASK_STATUSES, Task, TaskPage, TaskPurge};
 use leptos::prelude::*;
+use leptos_router::components::A;
 
 use crate::{
     api,
     components::{
         async_view::{AsyncError, load},
+        chart::grouped,
         curl::CopyCurl,
         pager::Pager,
         progress::follow,
@@ -91,6 +93,7 @@ pub fn Tasks() -> impl IntoView {
                     view! { <div class="empty">"No tasks match."</div> }.into_any()
                 } else {
                     let shown = list.items.len() as u64;
+                    let c = customer.get_untracked();
                     view! {
                         <div class="table-scroll">
                         <table class="data tasks">
@@ -98,13 +101,14 @@ pub fn Tasks() -> impl IntoView {
                                 <tr>
                                     <th scope="col">"Operation"</th>
                                     <th scope="col">"Target"</th>
+                                    <th scope="col">"Started by"</th>
                                     <th scope="col">"Status"</th>
                                     <th scope="col">"Progress"</th>
                                     <th scope="col">"Started"</th>
                                     <th scope="col">"Ended"</th>
                                 </tr>
                             </thead>
-                            <tbody>{list.items.into_iter().map(task_row).collect_view()}</tbody>
+                            <tbody>{list.items.into_iter().map(|t| task_row(&c, t)).collect_view()}</tbody>
                         </table>
                         </div>
                         <Pager
@@ -122,7 +126,48 @@ pub fn Tasks() -> impl IntoView {
     }
 }
 
-fn task_row(t: Task) -> impl IntoView {
+/// What a purge purged: "Purge of 3 URI patterns" and the first of them, with how many more.
+fn purge_target(customer: &str, p: &TaskPurge) -> impl IntoView {
+    let verb = if p.action == "EXPIRE" { "Expiry" } else { "Purge" };
+    let patterns = if p.uri_count == 1 { "URI pattern".to_string() } else { "URI patterns".to_string() };
+    let more = p.uri_count.saturating_sub(p.uris.len() as u64);
+    view! {
+        <A href=format!("/{customer}/purge")>{format!("{verb} of {} {patterns}", grouped(p.uri_count as i64))}</A>
+        <ul class="task-uris">
+            {p.uris.iter().map(|u| view! { <li class="ident" title=u.clone()>{u.clone()}</li> }).collect_view()}
+            {(more > 0).then(|| view! { <li class="muted small">{format!("and {} more", grouped(more as i64))}</li> })}
+        </ul>
+    }
+}
+
+/// What a task changed, by name, linking to its page in the console; the id alone for tasks that have no name.
+fn task_target(customer: &str, t: &Task) -> AnyView {
+    if let Some(p) = &t.purge {
+        return purge_target(customer, p).into_any();
+    }
+    let id = t.target.id.clone();
+    let name = if t.target_name.is_empty() { id.clone() } else { t.target_name.clone() };
+    let href = match t.operation.as_str() {
+        "networklist.deploy" => Some(format!("/{customer}/lists?list={}", api::encode(&id))),
+        "config.deploy" => Some(format!("/{customer}/properties?name={}", api::encode(&id))),
+        _ => None,
+    };
+    let kind = match t.operation.as_str() {
+        "networklist.deploy" => "network list",
+        "config.deploy" => "property",
+        _ => "",
+    };
+    view! {
+        {(!kind.is_empty()).then(|| view! { <span class="muted small">{kind} " "</span> })}
+        {match href {
+            Some(href) => view! { <a href=href title=id>{name}</a> }.into_any(),
+            None => view! { <span class="ident" title=id>{name}</span> }.into_any(),
+        }}
+    }
+    .into_any()
+}
+
+fn task_row(customer: &str, t: Task) -> impl IntoView {
     let badge = match t.status.as_str() {
         "COMPLETED" => "badge ok",
         "FAILED" => "badge danger",
@@ -132,8 +177,15 @@ fn task_row(t: Task) -> impl IntoView {
     view! {
         <tr data-task=t.id.clone()>
             <td>{operation_label(&t.operation).to_string()}</td>
+            <td class="target">{task_target(customer, &t)}</td>
             <td>
-                <code>{t.target.id.clone()}</code>
+                {if t.user_name.is_empty() {
+                    view! { <span class="muted">"—"</span> }.into_any()
+                } else if t.user_name == "system" {
+                    view! { <span class="badge off" title="The operator's command">"system"</span> }.into_any()
+                } else {
+                    view! { <span class="nowrap">{t.user_name.clone()}</span> }.into_any()
+                }}
             </td>
             <td>
                 <span class=badge>{t.status.clone()}</span>

@@ -186,6 +186,16 @@ pub struct ShapingRule {
     pub enabled: bool,
 }
 
+impl PropertyConfig {
+    /// The traffic-shaping rules that match the network list `list_id`, in order.
+    pub fn rules_using_list<'a>(&'a self, list_id: &'a str) -> impl Iterator<Item = &'a ShapingRule> + 'a {
+        self.security
+            .traffic_shaping_rules
+            .iter()
+            .filter(move |r| r.match_type == "NETWORK_LIST" && r.values.iter().any(|v| v == list_id))
+    }
+}
+
 pub const SEVERITIES: [&str; 4] = ["LOW", "MEDIUM", "HIGH", "CRITICAL"];
 pub const WAF_ACTIONS: [&str; 2] = ["BLOCK", "WARN"];
 pub const SHAPING_ACTIONS: [&str; 3] = ["BLOCK", "RATE_LIMIT", "WARN"];

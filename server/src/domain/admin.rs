@@ -145,15 +145,9 @@ pub async fn release_host(
         comment: format!("Host pattern {pattern} released by the operator"),
     };
     let uri = format!("{}/properties/{}/config", edge_api::paths::base(&customer.name), property.name);
-    let task = crate::domain::tasks::new_task_on(
-        fleet,
-        now_ms,
-        customer.id,
-        "system",
-        crate::domain::tasks::CONFIG_DEPLOY,
-        &property.name,
-        &uri,
-    );
+    use crate::domain::tasks::{CONFIG_DEPLOY, SYSTEM, TaskTarget, new_task_on};
+    let target = TaskTarget { id: &property.name, uri: &uri, name: &property.name };
+    let task = new_task_on(fleet, now_ms, customer.id, SYSTEM, CONFIG_DEPLOY, target);
     let audit = AuditEvent::system(customer.id, now_ms, op::CONFIG_UPDATE, Target::property(&property.name))
         .detail("from_version", property.version)
         .detail("to_version", version)

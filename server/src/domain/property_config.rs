@@ -4,11 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use edge_api::config::{
-    CacheRule, HostPattern, MAX_NODES, Origin, PropertyConfig, ReadOnly, Security, ShapingRule, WafRule, validate,
-};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
+use edge_api::config::{CacheRule, HostPattern, Origin, PropertyConfig, ReadOnly, ShapingRule, WafRule, validate};
 use sha2::{Digest, Sha256};
 
 use crate::store::new_id;
@@ -72,105 +68,9 @@ pub fn stamp_new(config: &mut PropertyConfig, stamp: &Stamp) {
     all(&mut config.security.traffic_shaping_rules, stamp);
 }
 
-/// Reads a list of nodes at `path`, each on its own so that every broken node is reported.
-fn nodes<T: DeserializeOwned>(v: Option<&Value>, path: &str, problems: &mut Vec<String>) -> Vec<T> {
-    match v {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| match serde_json::from_value::<T>(item.clone()) {
-                Ok(n) => Some(n),
-                Err(e) => {
-                    problems.push(format!("{path}[{i}]: {e}"));
-                    None
-                }
-            })
-            .collect(),
-        Some(_) => {
-            problems.push(format!("{path}: must be an array"));
-            Vec::new()
-        }
-    }
-}
-
-fn unknown_keys(obj: &serde_json::Map<String, Value>, known: &[&str], path: &str, problems: &mut Vec<String>) {
-    for k in obj.keys().filter(|k| !known.contains(&k.as_str())) {
-        problems.push(format!("{path}.{k}: unknown field"));
-    }
-}
-
-/// Reads an incoming configuration, reporting every malformed node by path. A configuration of more than
-/// [`MAX_NODES`] nodes is refused before any node is read.
-pub fn parse(v: &Value) -> Result<PropertyConfig, Vec<String>> {
-    let mut problems = Vec::new();
-    let Some(root) = v.as_object() else { return Err(vec!["$: the configuration must be a JSON object".into()]) };
-    let count = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
-    let security = root.get("security");
-    let node_count = ["host_patterns", "origins", "cache_rules"].iter().map(|k| count(root.get(*k))).sum::<usize>()
-        + count(security.and_then(|s| s.get("waf_rules")))
-        + count(security.and_then(|s| s.get("traffic_shaping_rules")));
-    if node_count > MAX_NODES {
-        return Err(vec![too_many_nodes(node_count)]);
-    }
-    unknown_keys(
-        root,
-        &["id", "name", "readonly", "host_patterns", "origins", "cache_rules", "security"],
-        "$",
-        &mut problems,
-    );
-    let string = |k: &str, problems: &mut Vec<String>| match root.get(k) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => {
-            problems.push(format!("$.{k}: must be a string"));
-            String::new()
-        }
-    };
-    let id = string("id", &mut problems);
-    let name = string("name", &mut problems);
-    let readonly = match root.get("readonly") {
-        None | Some(Value::Null) => ReadOnly::default(),
-        Some(r) => serde_json::from_value(r.clone()).unwrap_or_else(|e| {
-            problems.push(format!("$.readonly: {e}"));
-            ReadOnly::default()
-        }),
-    };
-    let host_patterns = nodes(root.get("host_patterns"), "$.host_patterns", &mut problems);
-    let origins = nodes(root.get("origins"), "$.origins", &mut problems);
-    let cache_rules = nodes(root.get("cache_rules"), "$.cache_rules", &mut problems);
-    let security = match root.get("security") {
-        None | Some(Value::Null) => Security::default(),
-        Some(Value::Object(s)) => {
-            unknown_keys(s, &["waf_rules", "traffic_shaping_rules"], "$.security", &mut problems);
-            Security {
-                waf_rules: nodes(s.get("waf_rules"), "$.security.waf_rules", &mut problems),
-                traffic_shaping_rules: nodes(
-                    s.get("traffic_shaping_rules"),
-                    "$.security.traffic_shaping_rules",
-                    &mut problems,
-                ),
-            }
-        }
-        Some(_) => {
-            problems.push("$.security: must be an object".into());
-            Security::default()
-        }
-    };
-    if problems.is_empty() {
-        Ok(PropertyConfig { id, name, readonly, host_patterns, origins, cache_rules, security })
-    } else {
-        Err(problems)
-    }
-}
-
-/// "$: N nodes; …"
-fn too_many_nodes(n: usize) -> String {
-    format!(
-        "$: {n} nodes; a configuration holds at most {MAX_NODES} (host patterns, origins, cache rules, WAF and \
-         traffic-shaping rules together)"
-    )
-}
+/// Reads an incoming configuration, reporting every malformed node by path in words (see
+/// [`edge_api::reading`], which the console's raw editor uses too).
+pub use edge_api::reading::read_config as parse;
 
 /// How an incoming node of one level was matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,7 +307,7 @@ pub fn public_suffix_problems(config: &PropertyConfig) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const STAMP: Stamp = Stamp { author: "alice", now: "2026-01-01T00:00:00.000Z" };
 
@@ -477,7 +377,7 @@ mod tests {
     }
 
     #[test]
-    fn every_malformed_node_is_reported_by_path() {
+    fn every_malformed_field_is_reported_by_its_path_in_words() {
         let old = existing();
         let v = json!({
             "name": "shop",
@@ -486,8 +386,16 @@ mod tests {
             "security": {"waf_rules": {}}
         });
         let problems = apply(&old, &v, &STAMP).unwrap_err();
-        let paths: Vec<_> = problems.iter().map(|p| p.split(':').next().unwrap()).collect();
-        assert_eq!(paths, ["$.colour", "$.cache_rules[0]", "$.cache_rules[1]", "$.security.waf_rules"]);
+        assert_eq!(
+            problems,
+            [
+                "$.colour: a configuration has no such field",
+                "$.cache_rules[0].ttl_seconds: \"soon\" is text; a TTL (seconds, up to a year) is a whole number from 0 \
+                 to 31,536,000",
+                "$.cache_rules[1].extra: a cache rule has no such field",
+                "$.security.waf_rules: it is an object, {…}; these are a list of nodes in brackets, [{…}, {…}]",
+            ]
+        );
     }
 
     #[test]
@@ -500,8 +408,10 @@ mod tests {
 
 #[cfg(test)]
 mod restore_tests {
+    use edge_api::config::MAX_NODES;
+    use serde_json::{Value, json};
+
     use super::*;
-    use serde_json::json;
 
     const STAMP: Stamp = Stamp { author: "alice", now: "2026-01-01T00:00:00.000Z" };
 
@@ -542,7 +452,8 @@ mod restore_tests {
     fn more_nodes_than_the_cap_are_refused_before_they_are_read() {
         let hosts: Vec<Value> = (0..=MAX_NODES).map(|i| json!({"pattern": format!("h{i}.example")})).collect();
         let problems = parse(&json!({"name": "shop", "host_patterns": hosts})).unwrap_err();
-        assert_eq!(problems, [too_many_nodes(MAX_NODES + 1)]);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].starts_with(&format!("$: {} nodes; a configuration holds at most", MAX_NODES + 1)));
     }
 
     #[test]

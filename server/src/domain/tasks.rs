@@ -1,7 +1,7 @@
 //! Tasks as the API shows them: created with every long-running change, their status and progress derived from
 //! the fleet's schedule and the clock.
 
-use edge_api::{ErrorBody, Link, Task, paths};
+use edge_api::{ErrorBody, Link, Task, TaskPurge, paths};
 
 use crate::{
     clock::iso_ms,
@@ -14,23 +14,39 @@ pub const NETWORK_LIST_DEPLOY: &str = "networklist.deploy";
 pub const CONFIG_DEPLOY: &str = "config.deploy";
 pub const PURGE: &str = "purge";
 
-/// A new task for `operation` on `target` (an id and its address), begun now by the caller. Its end (or
-/// failure) is fixed now from the fleet's schedule. Stored by the caller, with the change it tracks.
-pub fn new_task(state: &AppState, caller: &Caller, operation: &str, target_id: &str, target_uri: &str) -> TaskRecord {
-    new_task_for(state, caller.customer.id, &caller.user.id, operation, target_id, target_uri)
+/// What a task changes: its id, address and name (a list's or property's name; empty for a purge).
+pub struct TaskTarget<'a> {
+    pub id: &'a str,
+    pub uri: &'a str,
+    pub name: &'a str,
 }
 
-/// As [`new_task`], for a customer and user given by id (the demo data, started by no request).
+/// Who starts a task: a user's id and name.
+pub struct Starter<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+}
+
+/// The operator's commands.
+pub const SYSTEM: Starter<'static> = Starter { id: "system", name: "system" };
+
+/// A new task for `operation` on `target`, begun now by the caller. Its end (or failure) is fixed now from the
+/// fleet's schedule. Stored by the caller, with the change it tracks.
+pub fn new_task(state: &AppState, caller: &Caller, operation: &str, target: TaskTarget) -> TaskRecord {
+    let by = Starter { id: &caller.user.id, name: &caller.user.username };
+    new_task_for(state, caller.customer.id, by, operation, target)
+}
+
+/// As [`new_task`], for a customer and user given (the demo data, started by no request).
 pub fn new_task_for(
     state: &AppState,
     customer_id: CustomerId,
-    user_id: &str,
+    by: Starter,
     operation: &str,
-    target_id: &str,
-    target_uri: &str,
+    target: TaskTarget,
 ) -> TaskRecord {
     let now_ms = state.clock.now_ms();
-    new_task_on(state.fleet.as_ref(), now_ms, customer_id, user_id, operation, target_id, target_uri)
+    new_task_on(state.fleet.as_ref(), now_ms, customer_id, by, operation, target)
 }
 
 /// As [`new_task_for`], on a fleet alone at `begin_ms` (the command line, which has no server state).
@@ -38,10 +54,9 @@ pub fn new_task_on(
     fleet: &dyn fleet::Fleet,
     begin_ms: i64,
     customer_id: CustomerId,
-    user_id: &str,
+    by: Starter,
     operation: &str,
-    target_id: &str,
-    target_uri: &str,
+    target: TaskTarget,
 ) -> TaskRecord {
     let id = store::new_id();
     let schedule = fleet.schedule(&id);
@@ -68,12 +83,15 @@ pub fn new_task_on(
         id,
         customer_id,
         operation: operation.to_string(),
-        user_id: user_id.to_string(),
-        target_id: target_id.to_string(),
-        target_uri: target_uri.to_string(),
+        user_id: by.id.to_string(),
+        user_name: by.name.to_string(),
+        target_id: target.id.to_string(),
+        target_uri: target.uri.to_string(),
+        target_name: target.name.to_string(),
         begin_ms,
         end_ms,
         error_info,
+        purge: None,
     }
 }
 
@@ -117,6 +135,14 @@ pub fn task_body(state: &AppState, customer: &Customer, t: &TaskRecord, now_ms: 
         last_updated: iso_ms(s.last_updated_ms),
         user: Link { id: t.user_id.clone(), uri: format!("{base}/users/{}", t.user_id) },
         target: Link { id: t.target_id.clone(), uri: t.target_uri.clone() },
+        user_name: t.user_name.clone(),
+        target_name: t.target_name.clone(),
+        purge: t.purge.as_ref().map(|p| TaskPurge {
+            transaction_id: p.id,
+            action: p.action.clone(),
+            uri_count: p.uri_count,
+            uris: p.sample.clone(),
+        }),
         error_info: if s.ended { t.error_info.as_deref().and_then(|e| serde_json::from_str(e).ok()) } else { None },
     }
 }

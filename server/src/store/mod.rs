@@ -41,7 +41,7 @@ pub use networklists::{AddedEntries, EntryRecord, NetworkListRecord, NetworkList
 pub use properties::{ConfigVersionRecord, Properties, PropertyRecord};
 pub use sessions::{SessionRecord, Sessions};
 pub use sql::SqlStore;
-pub use tasks::{PurgeRecord, TaskFilter, TaskRecord, TaskStatus, Tasks};
+pub use tasks::{PurgeRecord, PurgeSummary, TaskFilter, TaskRecord, TaskStatus, Tasks};
 pub use tokens::{NewToken, TokenChange, TokenRecord, Tokens};
 pub use users::{NewUser, OtpSeedRecord, PasswordReset, UserRecord, UserUpdate, Users};
 

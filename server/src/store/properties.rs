@@ -37,6 +37,16 @@ pub struct ConfigVersionRecord {
 pub trait Properties: Send + Sync {
     /// The customer's properties with their current configuration, by name.
     async fn properties(&self, customer: CustomerId) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>>;
+    /// Of the customer's properties named after `after`, the first `limit` by name whose current configuration
+    /// contains `text` (compared as the database compares text: SQLite ignores the case of ASCII letters). A
+    /// sieve: the caller reads each configuration to decide, a batch at a time.
+    async fn properties_containing(
+        &self,
+        customer: CustomerId,
+        text: &str,
+        after: &str,
+        limit: u64,
+    ) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>>;
     async fn property(
         &self,
         customer: CustomerId,
@@ -89,6 +99,26 @@ impl Properties for SqlStore {
             .bind(customer)
             .fetch_all(&self.db)
             .await?;
+        Ok(rows.iter().map(property_from_row).collect::<Result<_, _>>()?)
+    }
+
+    async fn properties_containing(
+        &self,
+        customer: CustomerId,
+        text: &str,
+        after: &str,
+        limit: u64,
+    ) -> StoreResult<Vec<(PropertyRecord, ConfigVersionRecord)>> {
+        let rows = query(format!(
+            "{PROPERTY_WITH_CURRENT} WHERE p.customer_id = $1 AND p.name > $2 AND v.config LIKE $3 ESCAPE '\\'
+             ORDER BY p.name LIMIT $4"
+        ))
+        .bind(customer)
+        .bind(after)
+        .bind(format!("%{}%", escape_like(text)))
+        .bind(limit)
+        .fetch_all(&self.db)
+        .await?;
         Ok(rows.iter().map(property_from_row).collect::<Result<_, _>>()?)
     }
 

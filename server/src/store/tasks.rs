@@ -16,12 +16,28 @@ pub struct TaskRecord {
     pub customer_id: CustomerId,
     pub operation: String,
     pub user_id: String,
+    /// The user's name when the task began (`system` for the operator's commands).
+    pub user_name: String,
     pub target_id: String,
     pub target_uri: String,
+    /// What the target was called when the task began (a list's or property's name); empty for a purge.
+    pub target_name: String,
     pub begin_ms: i64,
     pub end_ms: i64,
     /// JSON error_info when the task fails.
     pub error_info: Option<String>,
+    /// The purge the task tracks, as read with it; not written with the task (see [`Tasks::create_purge`]).
+    pub purge: Option<PurgeSummary>,
+}
+
+/// What a purge's task tells of it: its transaction, action, and first URI patterns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PurgeSummary {
+    pub id: i64,
+    pub action: String,
+    pub uri_count: u64,
+    /// The first URI patterns (at most [`edge_api::TASK_PURGE_SAMPLE`]).
+    pub sample: Vec<String>,
 }
 
 /// A task's status at a moment: QUEUED before its beginning, RUNNING until its end, then COMPLETED or FAILED
@@ -64,8 +80,11 @@ pub struct PurgeRecord {
     pub task_id: String,
     pub action: String,
     pub uri_count: u64,
-    /// The URI patterns, JSON.
+    /// The URI patterns, JSON: written with the purge, not read back (empty when read; listings show `sample`).
     pub uris: String,
+    /// The first URI patterns (at most [`edge_api::TASK_PURGE_SAMPLE`]): what listings show, read without the
+    /// whole request.
+    pub sample: Vec<String>,
     pub username: String,
 }
 
@@ -98,7 +117,7 @@ pub trait Tasks: Send + Sync {
 #[async_trait]
 impl Tasks for SqlStore {
     async fn task(&self, customer: CustomerId, id: &str) -> StoreResult<Option<TaskRecord>> {
-        let row = query("SELECT * FROM tasks WHERE customer_id = $1 AND id = $2")
+        let row = query(format!("{TASK_WITH_PURGE} WHERE t.customer_id = $1 AND t.id = $2"))
             .bind(customer)
             .bind(id)
             .fetch_optional(&self.db)
@@ -132,7 +151,13 @@ impl Tasks for SqlStore {
         let bound =
             |sql: String| query(sql).bind(customer).bind(f.now_ms).bind(f.since_ms).bind(status).bind(&f.operation);
         let count = format!("SELECT COUNT(*) FROM tasks WHERE {filter}");
-        let page = format!("SELECT * FROM tasks WHERE {filter} ORDER BY begin_ms DESC, id DESC LIMIT $6 OFFSET $7");
+        // The page first, then its purges: the join reads one purge per task of the page, never more.
+        let page = format!(
+            "SELECT t.*, {PURGE_COLUMNS}
+             FROM (SELECT * FROM tasks WHERE {filter} ORDER BY begin_ms DESC, id DESC LIMIT $6 OFFSET $7) t
+             LEFT JOIN purge_transactions p ON p.task_id = t.id
+             ORDER BY t.begin_ms DESC, t.id DESC"
+        );
         filtered_page(&self.db, bound, count, page, (limit, offset), task_from_row).await
     }
 
@@ -170,8 +195,8 @@ impl Tasks for SqlStore {
         .scalar(&mut tx)
         .await?;
         query(
-            "INSERT INTO purge_transactions (customer_id, number, task_id, action, uri_count, uris, username)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO purge_transactions (customer_id, number, task_id, action, uri_count, uris, username, sample)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(purge.customer_id)
         .bind(id)
@@ -180,6 +205,7 @@ impl Tasks for SqlStore {
         .bind(purge.uri_count)
         .bind(&purge.uris)
         .bind(&purge.username)
+        .bind(serde_json::to_string(&purge.sample).unwrap_or_else(|_| "[]".into()))
         .execute(&mut tx)
         .await?;
         insert_audit(&mut tx, &AuditEvent { target_id: id.to_string(), ..audit.clone() }).await?;
@@ -228,24 +254,55 @@ impl Tasks for SqlStore {
     }
 }
 
+/// A task with the purge it tracks, if any (`purge_*` columns, NULL for other tasks).
+const TASK_WITH_PURGE: &str = "SELECT t.*, p.number AS purge_number, p.action AS purge_action,
+        p.uri_count AS purge_uri_count, p.sample AS purge_sample
+     FROM tasks t LEFT JOIN purge_transactions p ON p.task_id = t.id";
+
+/// The columns of a purge joined as `p` to its task, as [`task_from_row`] reads them.
+const PURGE_COLUMNS: &str =
+    "p.number AS purge_number, p.action AS purge_action, p.uri_count AS purge_uri_count, p.sample AS purge_sample";
+
+fn sample_of(json: &str) -> Vec<String> {
+    serde_json::from_str(json).unwrap_or_default()
+}
+
+/// A task from its row; its purge from the `purge_*` columns when the row has them.
 fn task_from_row(row: &Row) -> Result<TaskRecord, sqlx::Error> {
+    let purge = match row.get::<Option<i64>>("purge_number")? {
+        Some(id) => {
+            let uri_count: i64 = row.get("purge_uri_count")?;
+            let sample: String = row.get("purge_sample")?;
+            Some(PurgeSummary {
+                id,
+                action: row.get("purge_action")?,
+                uri_count: uri_count as u64,
+                sample: sample_of(&sample),
+            })
+        }
+        None => None,
+    };
     Ok(TaskRecord {
         id: row.get("id")?,
         customer_id: row.get("customer_id")?,
         operation: row.get("operation")?,
         user_id: row.get("user_id")?,
+        user_name: row.get("user_name")?,
         target_id: row.get("target_id")?,
         target_uri: row.get("target_uri")?,
+        target_name: row.get("target_name")?,
         begin_ms: row.get("begin_ms")?,
         end_ms: row.get("end_ms")?,
         error_info: row.get("error_info")?,
+        purge,
     })
 }
 
 pub(super) async fn insert_task(tx: &mut Tx, t: &TaskRecord) -> Result<(), sqlx::Error> {
     query(
-        "INSERT INTO tasks (id, customer_id, operation, user_id, target_id, target_uri, begin_ms, end_ms, error_info)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO tasks (id, customer_id, operation, user_id, target_id, target_uri, begin_ms, end_ms, error_info,
+                            user_name, target_name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(&t.id)
     .bind(t.customer_id)
@@ -256,25 +313,31 @@ pub(super) async fn insert_task(tx: &mut Tx, t: &TaskRecord) -> Result<(), sqlx:
     .bind(t.begin_ms)
     .bind(t.end_ms)
     .bind(&t.error_info)
+    .bind(&t.user_name)
+    .bind(&t.target_name)
     .execute(tx)
     .await?;
     Ok(())
 }
 
-const PURGE_WITH_TASK: &str = "SELECT p.number AS purge_number, p.action, p.uri_count, p.uris, p.username, t.*
+/// A purge with its task; the request's URIs are not read (a listing needs only the sample).
+const PURGE_WITH_TASK: &str = "SELECT p.number AS purge_number, p.action AS purge_action,
+        p.uri_count AS purge_uri_count, p.sample AS purge_sample, p.username AS purge_username, t.*
      FROM purge_transactions p JOIN tasks t ON t.id = p.task_id";
 
 fn purge_from_row(row: &Row) -> Result<(PurgeRecord, TaskRecord), sqlx::Error> {
-    let uri_count: i64 = row.get("uri_count")?;
+    let uri_count: i64 = row.get("purge_uri_count")?;
+    let sample: String = row.get("purge_sample")?;
     Ok((
         PurgeRecord {
             id: row.get("purge_number")?,
             customer_id: row.get("customer_id")?,
             task_id: row.get("id")?,
-            action: row.get("action")?,
+            action: row.get("purge_action")?,
             uri_count: uri_count as u64,
-            uris: row.get("uris")?,
-            username: row.get("username")?,
+            uris: String::new(),
+            sample: sample_of(&sample),
+            username: row.get("purge_username")?,
         },
         task_from_row(row)?,
     ))

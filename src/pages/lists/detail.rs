@@ -5,7 +5,10 @@ use edge_api::{NetworkList, NetworkListUpdate};
 use leptos::{ev, prelude::*};
 use leptos_router::{NavigateOptions, hooks::use_navigate};
 
-use super::add::AddEntries;
+use super::{
+    add::AddEntries,
+    usage::{Usage, consequence},
+};
 use crate::{
     api::{self},
     components::{
@@ -43,6 +46,12 @@ pub(super) fn ListDetail(id: String) -> impl IntoView {
         let c = customer.get();
         reload.track();
         async move { api::get_list(&c, &list_id.get_value()).await }
+    });
+    // Read once per list (and again after a change of it): whether rules would be left matching nothing.
+    let usage = load(move || {
+        let c = customer.get();
+        reload.track();
+        async move { api::list_usage(&c, &list_id.get_value()).await }
     });
     let kind = Memo::new(move |_| list.get().and_then(Result::ok).map(|l| (l.id, l.list_type)));
     let writable = Memo::new(move |_| auth.me().as_ref().map(may_write));
@@ -90,6 +99,7 @@ pub(super) fn ListDetail(id: String) -> impl IntoView {
         <AsyncView resource=list loading="Loading the list…" let:answer>
             <ListHeader list=answer writable=auth.can_write() reload pending />
         </AsyncView>
+        <Usage usage />
         // Rendered once per list, not on every reload, so that what they show (a report, a page) stays; and
         // once the user's role is known, so that its arrival does not rebuild them under their reads.
         {move || {
@@ -107,6 +117,13 @@ pub(super) fn ListDetail(id: String) -> impl IntoView {
             pending
                 .get()
                 .map(|a| {
+                    // Emptying or deleting the list leaves the rules that use it matching nothing: say which.
+                    let stranded = match &a {
+                        Removal::AllEntries | Removal::List => {
+                            usage.get_untracked().and_then(Result::ok).and_then(|u| consequence(&u).map(|c| (c, u)))
+                        }
+                        _ => None,
+                    };
                     let (title, message, action) = match &a {
                         Removal::Entry { value, .. } => (
                             format!("Remove {value}?"),
@@ -143,7 +160,16 @@ pub(super) fn ListDetail(id: String) -> impl IntoView {
                                 act.value().set(None);
                                 pending.set(None);
                             })
-                        />
+                        >
+                            {stranded.map(|(sentence, u)| view! {
+                                <div class="notice error" id="stranded-rules">
+                                    <p>{sentence}</p>
+                                    <ul>
+                                        {u.properties.iter().flat_map(|p| p.rules.iter().map(move |r| format!("{} in {}", r.name, p.property))).take(10).map(|l| view! { <li>{l}</li> }).collect_view()}
+                                    </ul>
+                                </div>
+                            })}
+                        </Confirm>
                     }
                 })
         }}

@@ -7,6 +7,7 @@ mod add;
 mod detail;
 mod index;
 mod lines;
+mod usage;
 
 use leptos::prelude::*;
 

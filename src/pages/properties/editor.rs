@@ -3,7 +3,10 @@
 //! asks; the draft is kept in this browser (so a reload or an ended session offers it back); rollback saves
 //! an old version through the same etag and merge path, without touching the draft.
 
-use edge_api::config::{ConfigDocument, PropertyConfig, diff, merge3};
+use edge_api::{
+    config::{ConfigDocument, PropertyConfig, diff, merge3},
+    reading::{json_syntax_problem, read_config},
+};
 use leptos::prelude::*;
 use leptos_router::{NavigateOptions, hooks::use_navigate};
 use serde::{Deserialize, Serialize};
@@ -25,6 +28,7 @@ use crate::{
 
 use super::{
     history::{ChangesTable, History},
+    labels::human_problem,
     merge::{MergeScreen, MergeState},
     nodes::{Fields, StructuredEditor},
 };
@@ -137,9 +141,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     // The configuration as edited: from the raw text in raw mode.
     let mine = move || -> Result<Value, String> {
         if raw.get_untracked() {
-            let parsed: Value =
-                serde_json::from_str(&raw_text.get_untracked()).map_err(|e| format!("The JSON is not valid: {e}"))?;
-            Ok(parsed)
+            serde_json::from_str(&raw_text.get_untracked()).map_err(|e| json_syntax_problem(&e))
         } else {
             draft.get_untracked().map(|d| to_value(&d)).ok_or_else(|| "Nothing loaded yet.".to_string())
         }
@@ -226,7 +228,17 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
         }
         _ => {}
     });
-    let save_error = Signal::derive(move || save.value().get().and_then(Result::err));
+    // The API names places by JSON path: they read as the editor names them, the nodes as in the draft sent.
+    let save_error = Signal::derive(move || {
+        save.value().get().and_then(Result::err).map(|mut e| {
+            let sent = reviewing.with_untracked(|r| r.as_ref().map(|(_, v)| v.clone())).or_else(|| mine().ok());
+            let docs: Vec<&Value> = sent.iter().collect();
+            for d in &mut e.body.details {
+                d.message = human_problem(&d.message, &docs);
+            }
+            e
+        })
+    });
     // Save: first the changes, for review; the dialog's button saves.
     let start_save = move || {
         notice.set(None);
@@ -319,13 +331,20 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
     let toggle_raw = move |_| {
         raw_error.set(None);
         if raw.get_untracked() {
-            match serde_json::from_str::<PropertyConfig>(&raw_text.get_untracked()) {
+            // Checked as the server checks it, every problem in words at its place as the editor names it.
+            let read = serde_json::from_str::<Value>(&raw_text.get_untracked())
+                .map_err(|e| vec![json_syntax_problem(&e)])
+                .and_then(|v| read_config(&v).map_err(|p| p.iter().map(|m| human_problem(m, &[&v])).collect()));
+            match read {
                 Ok(c) => {
                     draft.set(Some(c));
                     fields.replaced();
                     raw.set(false);
                 }
-                Err(e) => raw_error.set(Some(format!("Fix the JSON before leaving raw mode: {e}"))),
+                Err(problems) => raw_error.set(Some(format!(
+                    "Fix the configuration before leaving raw mode:\n{}",
+                    problems.iter().map(|p| format!("• {p}")).collect::<Vec<_>>().join("\n")
+                ))),
             }
         } else {
             raw_text.set(
@@ -415,7 +434,7 @@ pub(super) fn PropertyEditor(name: String) -> impl IntoView {
                     </button>
                 </Show>
             </div>
-            {move || raw_error.get().map(|e| view! { <div class="notice error" role="alert">{e}</div> })}
+            {move || raw_error.get().map(|e| view! { <div class="notice error lines" role="alert" id="raw-error">{e}</div> })}
             {move || {
                 let problems = fields.problems();
                 (!problems.is_empty())

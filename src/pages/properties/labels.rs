@@ -1,6 +1,6 @@
 //! How places in a configuration read to a person: `$.origins[id=o-1].port` → "Origins › api-cluster-x › Port"
 //! (a node by its name, pattern or path, as the editor's tables show it), for the review of changes, the merge
-//! screen and the editor's own messages.
+//! screen and the problems the API or the raw editor's check names.
 
 use serde_json::Value;
 
@@ -105,11 +105,23 @@ pub fn human_path(path: &str, docs: &[&Value]) -> String {
             }
             Step::Index(i) => {
                 at = at.into_iter().map(|v| v.and_then(|v| v.get(*i))).collect();
-                parts.push(format!("item {}", i + 1));
+                // A node (an object) by its name as its row shows it; a value of a list by its place.
+                let place = format!("item {}", i + 1);
+                let node = at.iter().flatten().next().filter(|n| n.is_object());
+                parts.push(node.map(|n| node_title(n, &place)).unwrap_or(place));
             }
         }
     }
     parts.join(" › ")
+}
+
+/// A problem as the API writes it (`$.origins[0].port: 70,000 is over 65,535; …`) with its place as the editor
+/// names it ("Origins › shop-primary › Port: …"), the nodes named as in `docs`; other messages as they are.
+pub fn human_problem(message: &str, docs: &[&Value]) -> String {
+    match message.split_once(": ") {
+        Some((path, what)) if path.starts_with('$') => format!("{}: {what}", human_path(path, docs)),
+        _ => message.to_string(),
+    }
 }
 
 /// A value as a person reads it in a change: text without quotes, numbers and booleans as they are, a node

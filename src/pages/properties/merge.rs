@@ -1,10 +1,16 @@
 //! The merge screen: the conflicts of a three-way merge side by side, a choice for each.
 
-use edge_api::config::{ConfigDocument, Conflict, PropertyConfig, set_at};
+use edge_api::{
+    config::{ConfigDocument, Conflict, PropertyConfig, set_at},
+    reading::read_config,
+};
 use leptos::prelude::*;
 use serde_json::Value;
 
-use super::{labels::human_path, nodes::Fields};
+use super::{
+    labels::{human_path, human_problem},
+    nodes::Fields,
+};
 
 /// A merge the saving could not finish alone: their version, the merge so far and what conflicts.
 #[derive(Clone)]
@@ -39,7 +45,7 @@ pub(super) fn MergeScreen(
                 set_at(&mut merged, &c.path, c.mine.clone());
             }
         }
-        match serde_json::from_value::<PropertyConfig>(merged) {
+        match read_config(&merged) {
             Ok(config) => {
                 // The merge now builds on their version: save it with their etag.
                 base.set(Some(s.theirs.clone()));
@@ -51,7 +57,10 @@ pub(super) fn MergeScreen(
                 merge.set(None);
                 save.run(());
             }
-            Err(e) => error.set(Some(format!("The merged configuration is not valid: {e}"))),
+            Err(problems) => {
+                let problems: Vec<String> = problems.iter().map(|p| human_problem(p, &[&merged])).collect();
+                error.set(Some(format!("The merged configuration is not valid: {}", problems.join("; "))))
+            }
         }
     };
     let discard = move |_| {

@@ -1,5 +1,6 @@
-//! Operations through the real console: concurrent configuration edits resolved on the merge screen, a purge
-//! followed to 100 %, network list entries added by paste with a validation report.
+//! Operations through the real console: concurrent configuration edits resolved on the merge screen, a malformed
+//! configuration described in words, a purge followed to 100 % and named in Tasks, network list entries added by
+//! paste with a validation report, where a list is used.
 
 use edge_e2e::{Harness, PASSWORD};
 
@@ -79,6 +80,12 @@ async fn a_purge_is_checked_line_by_line_and_its_progress_reaches_100_percent() 
     h.wait_for("#running-purges .transaction[data-status=SUCCESS]").await?;
     h.wait_for_attr("#running-purges .transaction [role=progressbar]", "aria-valuenow", "100").await?;
     h.snapshot("purge-done").await?;
+    // Tasks say who started the purge and what it purged, by its URI patterns.
+    h.goto("/demo/tasks?operation=purge").await?;
+    let row = h.wait_until("table.tasks tbody tr:first-child", |t| t.contains("Purge of 2 URI patterns")).await?;
+    assert!(row.contains("www.shop.example/index.html") && row.contains("www.shop.example/img/logo.png"), "{row}");
+    assert!(row.contains("operator"), "who started it: {row}");
+    h.snapshots("tasks-purge").await?;
     h.stop().await
 }
 
@@ -89,6 +96,16 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.click("nav a[href='/demo/lists']").await?;
     h.click("tr[data-list=ip_demo_scanners] button").await?;
     h.wait_for_path("/demo/lists?list=ip_demo_scanners").await?;
+    // Where it is used: the properties and their rules, and what deleting it would leave matching nothing.
+    let usage = h.wait_until("#list-usage", |t| t.contains("www-shop")).await?;
+    assert!(usage.contains("api-gateway") && usage.contains("Block known scanners (block)"), "{usage}");
+    h.snapshots("list-usage").await?;
+    h.click_text(".list-header button.danger-outline", "Delete list").await?;
+    h.wait_until("dialog[open] #stranded-rules", |t| {
+        t.contains("2 traffic-shaping rules in 2 properties would match nothing.")
+    })
+    .await?;
+    h.click("dialog[open] .actions button:first-child").await?;
     h.fill("textarea[name=entries]", "192.0.2.200\n10.9.8.7/8\nnot-an-ip\n192.0.2.200\n198.51.100.7\n# a comment")
         .await?;
     h.click("#add-entries .actions button").await?;
@@ -113,5 +130,80 @@ async fn entries_pasted_into_a_list_get_a_validation_report_and_the_valid_ones_a
     h.wait_for("tr[data-entry='192.0.2.200']").await?;
     h.wait_for(".task-progress[data-status=COMPLETED]").await?;
     h.snapshot("list-added").await?;
+    // A rule links to its row in the property's editor.
+    h.click("#list-usage li[data-property=www-shop] li[data-rule] a").await?;
+    h.wait_for("tr.target-node[aria-current=true]").await?;
+    h.snapshots("editor-linked-rule").await?;
+    h.stop().await
+}
+
+/// Replaces the raw editor's text as a paste would (one input event).
+async fn paste_raw(b: &edge_e2e::Browser, text: &str) -> anyhow::Result<()> {
+    b.wait_for("textarea[name=raw]").await?;
+    let script = "const t = document.querySelector('textarea[name=raw]'); t.value = arguments[0]; \
+                  t.dispatchEvent(new Event('input', { bubbles: true }));";
+    b.client.execute(script, vec![serde_json::json!(text)]).await?;
+    Ok(())
+}
+
+/// The words an administrator must never be shown: a JSON path, a parser's type names.
+fn assert_in_words(shown: &str) {
+    for jargon in ["$.", "expected", "invalid type", "u16", "u32", "unknown field"] {
+        assert!(!shown.contains(jargon), "{jargon:?} in {shown:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_configuration_is_described_in_words_at_the_places_the_editor_names() -> anyhow::Result<()> {
+    let h = Harness::start().await?;
+    h.login_as("admin", PASSWORD).await?;
+    h.goto(SHOP).await?;
+    h.click("#toggle-raw").await?;
+    let text = value(&h, "textarea[name=raw]").await?;
+    let mut config: serde_json::Value = serde_json::from_str(&text)?;
+    config["cache_rules"][0]["ttl_seconds"] = serde_json::json!("3600");
+    config["origins"][1]["port"] = serde_json::json!(70000);
+    paste_raw(&h, &serde_json::to_string_pretty(&config)?).await?;
+
+    // Leaving raw mode checks it as the server would: each problem at its row, by the row's name.
+    h.click("#toggle-raw").await?;
+    let shown = h.wait_until("#raw-error", |t| t.contains("TTL")).await?;
+    assert!(
+        shown.contains(
+            "Cache rules › /static/* › TTL (s): \"3600\" is text; a TTL (seconds, up to a year) is a whole number \
+             from 0 to 31,536,000"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(
+            "Origins › shop-fallback › Port: 70,000 is over 65,535; a port is a whole number from 1 to 65,535"
+        ),
+        "{shown}"
+    );
+    assert_in_words(&shown);
+    h.snapshots("raw-problems").await?;
+
+    // A JSON syntax error says where, in words.
+    paste_raw(&h, "{\n  \"name\": \"www-shop\"\n  \"origins\": []\n}").await?;
+    h.click("#toggle-raw").await?;
+    let shown = h.wait_until("#raw-error", |t| t.contains("line 3")).await?;
+    assert!(shown.contains("The JSON is not valid at line 3, column 3"), "{shown}");
+    assert_in_words(&shown);
+
+    // What the server refuses reads the same: its answer's places as the editor names them.
+    config["cache_rules"][0]["ttl_seconds"] = serde_json::json!(3600);
+    paste_raw(&h, &serde_json::to_string_pretty(&config)?).await?;
+    h.click("#save-config").await?;
+    h.click("#confirm-save").await?;
+    let shown = h.wait_until("dialog[open] .notice.error", |t| t.contains("Port")).await?;
+    assert!(
+        shown.contains(
+            "Origins › shop-fallback › Port: 70,000 is over 65,535; a port is a whole number from 1 to 65,535"
+        ),
+        "{shown}"
+    );
+    assert_in_words(&shown);
+    h.snapshots("save-refused").await?;
     h.stop().await
 }

@@ -123,8 +123,12 @@ async fn tasks(h: &Harness) -> Result<()> {
     h.select("select[name=operation]", "networklist.deploy").await?;
     h.wait_until("table.tasks tbody", |t| t.contains("Network list deployment") && !t.contains("Purge")).await?;
     h.select("select[name=status]", "COMPLETED").await?;
-    // The list's task reaches COMPLETED and shows under that filter.
-    h.wait_until("table.tasks tbody", |t| t.contains("ip_demo_partners") && t.contains("COMPLETED")).await?;
+    // The list's task reaches COMPLETED and shows under that filter, by the list's name.
+    h.wait_until("table.tasks tbody", |t| t.contains("Partner offices") && t.contains("COMPLETED")).await?;
+    ensure!(
+        h.count("table.tasks tbody a[href='/demo/lists?list=ip_demo_partners']").await? >= 1,
+        "the list's name links to it"
+    );
     h.snapshot("tasks").await?;
     Ok(())
 }

@@ -7,8 +7,10 @@ use axum::{
 };
 use edge_api::{
     AddEntriesResult, EntryInput, EntryPage, EntryRef, ErrorBody, MAX_ENTRIES_PER_CALL, MAX_ENTRIES_PER_LIST,
-    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NewNetworkList, Task,
+    NetworkList, NetworkListEntry, NetworkListPage, NetworkListUpdate, NetworkListUsage, NewNetworkList, PropertyUse,
+    RuleUse, Task, USAGE_MAX_PROPERTIES, USAGE_MAX_RULES,
     audit::op,
+    config::PropertyConfig,
     limits::{MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, over_chars},
     normalize_entry, paths, perm,
 };
@@ -19,7 +21,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     domain::{
         auth::Caller,
-        tasks::{NETWORK_LIST_DEPLOY, new_task, task_body},
+        tasks::{NETWORK_LIST_DEPLOY, TaskTarget, new_task, task_body},
     },
     http::{
         caller::Allowed,
@@ -39,6 +41,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_entry, delete_entry_at_entries))
         .routes(routes!(delete_entry))
         .routes(routes!(delete_all_entries))
+        .routes(routes!(list_usage))
+        // No entry has the id `usage` either: removing it answers 404 like any missing entry, as before the
+        // usage was readable there.
+        .route(
+            "/config/networklists/{network_list_id}/usage",
+            axum::routing::delete(|state, allowed, Path(p): Path<ListPath>| async move {
+                delete_entry_named(state, allowed, &p.network_list_id, "usage").await
+            }),
+        )
         .route(
             "/config/networklists/{network_list_id}/entries/deletions",
             axum::routing::get(get_entry_named_deletions).delete(delete_entry_named_deletions),
@@ -69,6 +80,12 @@ fn list_body(customer: &Customer, l: &NetworkListRecord, entries: Option<Vec<Str
         modified_timestamp: l.modified_ms.map(timestamp),
         uri,
     }
+}
+
+/// The deployment task of a change to `list`.
+fn deploy_task(state: &AppState, caller: &Caller, list: &NetworkListRecord) -> store::TaskRecord {
+    let uri = list_uri(&caller.customer, &list.id);
+    new_task(state, caller, NETWORK_LIST_DEPLOY, TaskTarget { id: &list.id, uri: &uri, name: &list.name })
 }
 
 async fn find_list(state: &AppState, customer: &Customer, id: &str) -> AppResult<NetworkListRecord> {
@@ -228,7 +245,7 @@ async fn create_list(
         entry_count: 0,
     };
     let uri = list_uri(&caller.customer, &record.id);
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &record.id, &uri);
+    let task = deploy_task(&state, &caller, &record);
     let entries = entry_records(&caller, normalized.clone(), now);
     let audit = AuditEvent::by(&caller, now, op::LIST_CREATE, Target::network_list(&record.id, &record.name))
         .detail("type", record.list_type.as_str())
@@ -342,8 +359,7 @@ async fn delete_list(
     Path(p): Path<ListPath>,
 ) -> AppResult<Response> {
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
-    let uri = list_uri(&caller.customer, &list.id);
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &uri);
+    let task = deploy_task(&state, &caller, &list);
     let audit =
         AuditEvent::by(&caller, state.clock.now_ms(), op::LIST_DELETE, Target::network_list(&list.id, &list.name));
     if !state.store.delete_network_list(caller.customer.id, &list.id, &task, &audit).await? {
@@ -373,7 +389,7 @@ async fn add(state: &AppState, caller: &Caller, list_id: &str, input: &[EntryInp
     let values: Vec<&str> = input.iter().filter_map(EntryInput::text).collect();
     let normalized = normalize_all(&list.list_type, &values)?;
     let now = state.clock.now_ms();
-    let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(state, caller, &list);
     let audit = AuditEvent::by(caller, now, op::ENTRIES_ADD, Target::network_list(&list.id, &list.name));
     let outcome = state
         .store
@@ -527,17 +543,27 @@ async fn get_entry_named_deletions(
 }
 
 async fn delete_entry_named_deletions(
-    State(state): State<AppState>,
-    Allowed(caller, _): Allowed<perm::WriteLists>,
+    state: State<AppState>,
+    allowed: Allowed<perm::WriteLists>,
     Path(p): Path<ListPath>,
 ) -> AppResult<axum::Json<Task>> {
-    Ok(axum::Json(remove_entry(&state, &caller, &p.network_list_id, "deletions").await?))
+    delete_entry_named(state, allowed, &p.network_list_id, "deletions").await
+}
+
+/// Removing the entry `entry_id` of a path another operation shares.
+async fn delete_entry_named(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::WriteLists>,
+    list_id: &str,
+    entry_id: &str,
+) -> AppResult<axum::Json<Task>> {
+    Ok(axum::Json(remove_entry(&state, &caller, list_id, entry_id).await?))
 }
 
 async fn remove_entry(state: &AppState, caller: &Caller, list_id: &str, entry_id: &str) -> AppResult<Task> {
     let list = find_list(state, &caller.customer, list_id).await?;
     let entry = state.store.entry(&list.id, entry_id).await?.ok_or(AppError::NotFound("entry"))?;
-    let task = new_task(state, caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(state, caller, &list);
     let now = state.clock.now_ms();
     let audit = AuditEvent::by(caller, now, op::ENTRY_DELETE, Target::network_list(&list.id, &list.name))
         .detail("entry", entry.value.as_str());
@@ -602,9 +628,77 @@ async fn delete_all_entries(
     Path(p): Path<ListPath>,
 ) -> AppResult<axum::Json<Task>> {
     let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
-    let task = new_task(&state, &caller, NETWORK_LIST_DEPLOY, &list.id, &list_uri(&caller.customer, &list.id));
+    let task = deploy_task(&state, &caller, &list);
     let audit =
         AuditEvent::by(&caller, state.clock.now_ms(), op::ENTRIES_CLEAR, Target::network_list(&list.id, &list.name));
     state.store.clear_entries(&list.id, state.clock.now_ms(), &task, &audit).await?;
     Ok(axum::Json(task_body(&state, &caller.customer, &task, state.clock.now_ms())))
+}
+
+/// Configurations read per batch when looking for a list's users: a bound on what is held at once.
+const USAGE_BATCH: u64 = 20;
+
+/// Where a list is used: the properties whose current configuration has a traffic-shaping rule matching it, by
+/// name, with those rules (beyond the original API). At most 100 properties and 100 rules each; configurations
+/// are read a batch at a time, only those whose text holds the list's id, each off the request threads.
+#[utoipa::path(
+    get, path = "/config/networklists/{network_list_id}/usage", tag = "network lists",
+    params(("network_list_id" = String, Path, description = "Network list id")),
+    responses(
+        (status = 200, description = "The properties and rules that use the list", body = NetworkListUsage),
+        (status = 401, description = "Not authenticated", body = ErrorBody),
+        (status = 403, description = "The caller's role may not read configurations", body = ErrorBody),
+        (status = 404, description = "No such list", body = ErrorBody),
+    )
+)]
+async fn list_usage(
+    State(state): State<AppState>,
+    Allowed(caller, _): Allowed<perm::ReadConfig>,
+    Path(p): Path<ListPath>,
+) -> AppResult<axum::Json<NetworkListUsage>> {
+    let list = find_list(&state, &caller.customer, &p.network_list_id).await?;
+    // The id as the stored JSON writes it, quotes included: a configuration without it uses no such list.
+    let needle = serde_json::to_string(&list.id).map_err(|e| AppError::Internal(e.into()))?;
+    let mut found: Vec<PropertyUse> = Vec::new();
+    let mut after = String::new();
+    loop {
+        let batch = state.store.properties_containing(caller.customer.id, &needle, &after, USAGE_BATCH).await?;
+        let Some((last, _)) = batch.last() else { break };
+        after = last.name.clone();
+        let full = batch.len() as u64 == USAGE_BATCH;
+        let (id, base) = (list.id.clone(), paths::base(&caller.customer.name));
+        let uses = super::properties::off_runtime(move || {
+            batch
+                .into_iter()
+                .filter_map(|(property, current)| property_use(&base, &property.name, &current, &id))
+                .collect::<Vec<_>>()
+        })
+        .await?;
+        for u in uses {
+            if found.len() == USAGE_MAX_PROPERTIES {
+                return Ok(axum::Json(NetworkListUsage { properties: found, has_more: true }));
+            }
+            found.push(u);
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(axum::Json(NetworkListUsage { properties: found, has_more: false }))
+}
+
+/// How a property's current configuration uses the list `list_id`, if it does.
+fn property_use(base: &str, name: &str, current: &store::ConfigVersionRecord, list_id: &str) -> Option<PropertyUse> {
+    let config: PropertyConfig = serde_json::from_str(&current.config).ok()?;
+    let rules: Vec<RuleUse> = config
+        .rules_using_list(list_id)
+        .map(|r| RuleUse { id: r.id.clone(), name: r.name.clone(), action: r.action.clone(), enabled: r.enabled })
+        .collect();
+    (!rules.is_empty()).then(|| PropertyUse {
+        property: name.to_string(),
+        uri: format!("{base}/properties/{name}/config"),
+        version: current.version,
+        rule_count: rules.len() as u64,
+        rules: rules.into_iter().take(USAGE_MAX_RULES).collect(),
+    })
 }

@@ -30,7 +30,7 @@ use crate::{
             Stamp, apply_update, content_hash, etag, new_readonly_parts, parse, public_suffix_problems, stamp_new,
             unknown_readonly_parts,
         },
-        tasks::{CONFIG_DEPLOY, new_task},
+        tasks::{CONFIG_DEPLOY, TaskTarget, new_task},
     },
     http::{
         caller::Allowed,
@@ -107,7 +107,8 @@ async fn save(
         created_ms: state.clock.now_ms(),
         comment: comment.to_string(),
     };
-    let task = new_task(state, caller, CONFIG_DEPLOY, name, &config_uri(&caller.customer, name));
+    let uri = config_uri(&caller.customer, name);
+    let task = new_task(state, caller, CONFIG_DEPLOY, TaskTarget { id: name, uri: &uri, name });
     let operation = match (existing, restored) {
         (None, _) => op::PROPERTY_CREATE,
         (Some(_), None) => op::CONFIG_UPDATE,
@@ -468,6 +469,6 @@ async fn diff_versions(
 }
 
 /// Runs CPU work that grows with a configuration's size on a blocking thread.
-async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+pub(super) async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(work).await.map_err(|e| AppError::Internal(anyhow::anyhow!("configuration work: {e}")))
 }

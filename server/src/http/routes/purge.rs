@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use edge_api::{
-    PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, PurgeUri, TransactionResponse,
+    PURGE_ACTIONS, PurgeError, PurgeRequest, PurgeResponse, PurgeResponseBody, TASK_PURGE_SAMPLE, TransactionResponse,
     TransactionStatus, TransactionSummary, audit::op, paths, perm, uri_problems,
 };
 use serde::Deserialize;
@@ -19,7 +19,7 @@ use crate::{
     domain::{
         auth::Caller,
         fleet,
-        tasks::{PURGE, new_task},
+        tasks::{PURGE, TaskTarget, new_task},
     },
     http::{caller::Allowed, error::AppError},
     state::AppState,
@@ -156,7 +156,8 @@ async fn purge(
         );
     }
     let base = paths::base(&caller.customer.name);
-    let task = new_task(&state, &caller, PURGE, "cache", &format!("{base}/cache/purge"));
+    let uri = format!("{base}/cache/purge");
+    let task = new_task(&state, &caller, PURGE, TaskTarget { id: "cache", uri: &uri, name: "" });
     let record = PurgeRecord {
         id: 0,
         customer_id: caller.customer.id,
@@ -164,6 +165,7 @@ async fn purge(
         action: body.action.clone(),
         uri_count: body.uris.len() as u64,
         uris: serde_json::to_string(&body.uris).unwrap_or_default(),
+        sample: body.uris.iter().take(TASK_PURGE_SAMPLE).map(|u| u.uri_pattern.clone()).collect(),
         username: caller.user.username.clone(),
     };
     let audit = AuditEvent::by(&caller, task.begin_ms, op::PURGE, Target::purge(&body.action))
@@ -280,13 +282,12 @@ async fn recent(State(state): State<AppState>, allowed: Result<Allowed<perm::Rea
         .into_iter()
         .map(|(p, task)| {
             let (r, _) = status_of(&state, &task, now);
-            let uris: Vec<PurgeUri> = serde_json::from_str(&p.uris).unwrap_or_default();
             TransactionSummary {
                 transaction_id: p.id,
                 uri: format!("{base}/transactions/{}", p.id),
                 action: p.action,
                 uri_count: p.uri_count,
-                sample: uris.into_iter().take(3).map(|u| u.uri_pattern).collect(),
+                sample: p.sample,
                 user: p.username,
                 begin_ts: r.begin_ts,
                 end_ts: r.end_ts,

@@ -12,7 +12,7 @@ mod kinds;
 use edge_api::config::{
     CacheRule, HostPattern, MATCH_TYPES, Origin, SEVERITIES, SHAPING_ACTIONS, ShapingRule, WAF_ACTIONS, WafRule,
 };
-use leptos::prelude::*;
+use leptos::{html, prelude::*};
 
 pub use self::fields::{Fields, Problem, whole};
 use self::{
@@ -90,8 +90,24 @@ fn node_row<N: Nodes>(draft: Draft, id: String, columns: Vec<(&'static str, Cell
             }
         })
     };
+    // The node a link points at (`?node=`, from a network list's "Where it is used"): marked, and brought into
+    // view once it is drawn.
+    // Read from the address itself, not the router: the editor is also drawn without one (its tests).
+    let target = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|q| web_sys::UrlSearchParams::new_with_str(&q).ok())
+        .and_then(|q| q.get("node"))
+        .is_some_and(|n| n == id);
+    let row_ref = NodeRef::<html::Tr>::new();
+    if target {
+        Effect::new(move |_| {
+            if let Some(row) = row_ref.get() {
+                row.scroll_into_view();
+            }
+        });
+    }
     view! {
-        <tr data-node=id>
+        <tr data-node=id node_ref=row_ref class:target-node=target aria-current=target.then_some("true")>
             {cells}
             <td>{readonly}</td>
             {move || {
