@@ -174,3 +174,24 @@ fn markers_close_together_share_one_button() {
     assert_eq!(g[0].1.len(), 2);
     assert_eq!(g[1].1.len(), 1);
 }
+
+#[wasm_bindgen_test]
+fn a_count_axis_steps_by_whole_numbers() {
+    let empty = Series { name: "total".into(), points: vec![(T, 0.0), (T + FIVE, 0.0)] };
+    let shown = [(0, &empty)];
+    let plot = Plot {
+        series: &shown,
+        previous: &[],
+        start: T,
+        end: T + 2 * FIVE,
+        stacked: false,
+        unit: Unit::Count,
+        y_title: "",
+        partial: None,
+    };
+    let labels: Vec<String> =
+        texts(&time_chart_svg(&plot, 800, 300)).into_iter().filter(|t| t.chars().all(|c| c.is_ascii_digit())).collect();
+    let mut labels = labels;
+    labels.sort();
+    assert_eq!(labels, ["0", "1"], "no chart of nothing labelled 0, 0, 1, 1");
+}

@@ -13,7 +13,8 @@ use anyhow::{Context, Result, bail};
 pub const FIRST_VIEW_BUDGET: u64 = 350 * 1024;
 /// Most the whole console may weigh with brotli, in bytes: a guard against growth by accident until issue 22
 /// replaces it with budgets users feel (login form and first chart times, Lighthouse), loading views lazily.
-pub const WHOLE_BUDGET: u64 = 700 * 1024;
+/// 800 KB since the charts are drawn with plotters and times computed with chrono (issue 22: 784 KB).
+pub const WHOLE_BUDGET: u64 = 800 * 1024;
 
 /// The kinds of file worth compressing (the rest, e.g. images, are compressed already).
 const COMPRESSIBLE: [&str; 7] = ["html", "js", "css", "wasm", "svg", "json", "txt"];

@@ -266,7 +266,8 @@ fn draw(root: &Area, plot: &Plot, width: u32) -> Drawn {
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let max = if max > 0.0 { max } else { 1.0 };
-    let step = nice_step(max, 5.0);
+    // Counts step by whole numbers: a chart of a few events (or none) is not labelled 0, 0, 1, 1.
+    let step = if unit == Unit::Count { nice_step(max, 5.0).max(1.0) } else { nice_step(max, 5.0) };
     let ymax = (max / step).ceil() * step;
     let plot_width = f64::from(width.saturating_sub(LEFT + RIGHT));
     let x_ticks = ticks(start, end, plot_width, 90.0);

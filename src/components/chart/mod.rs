@@ -173,6 +173,7 @@ pub fn TimeChart(
         let w = f64::from(width.get().unwrap_or(800).max(240));
         let left = x_of(t, start, end, w);
         let h = hidden.get();
+        let filling = partial.is_some_and(|p| t >= p);
         let (mut sum, mut sum_before) = (0.0, 0.0);
         let rows = series.with_value(|all| {
             before.with_value(|before| {
@@ -189,7 +190,8 @@ pub fn TimeChart(
                             view! {
                                 <span class="previous" data-value=if was.is_nan() { String::new() } else { plain(was) }>
                                     {format!("before {}", exact_or_none(unit, was))}
-                                    <span class="change">{change(v, was)}</span>
+                                    // A bucket still filling is not a drop against the previous period.
+                                    <span class="change">{if filling { String::new() } else { change(v, was) }}</span>
                                 </span>
                             }
                         });
@@ -211,7 +213,7 @@ pub fn TimeChart(
                     <span class="swatch dashed"></span>
                     <span class="name">"Previous period, total"</span>
                     <span class="value" title=unit.exact(sum_before)>{exact_or_none(unit, sum_before)}</span>
-                    <span class="previous"><span class="change">{format!("now {}", change(sum, sum_before))}</span></span>
+                    <span class="previous"><span class="change">{if filling { String::new() } else { format!("now {}", change(sum, sum_before)) }}</span></span>
                 </li>
             }
         });
