@@ -1,11 +1,13 @@
 //! Charts over time tell the truth about missing rows (issue 25): a bucket without rows is zero for a count or
 //! a sum and a gap for an average, never a straight line across; the bucket still filling is marked partial.
+//! The previous period is drawn dashed (issue 22); time labels fall on round times; timeline markers close
+//! together share one button (issue 24).
 
 #![cfg(target_arch = "wasm32")]
 
 use edge_api::stats::{QueryEcho, StatsColumn, StatsResponse};
 use edge_console::{
-    components::chart::{Series, Unit, time_chart_svg},
+    components::chart::{Marker, Plot, Series, Unit, groups, ticks, time_chart_svg},
     pages::stats::{buckets, partial_bucket, series_over},
 };
 use serde_json::json;
@@ -81,6 +83,30 @@ fn the_bucket_still_filling_is_partial() {
     assert!(buckets(0, 86_400_000 * 365, FIVE).is_empty(), "too many buckets: left as they are");
 }
 
+fn svg(
+    series: &[(usize, &Series)],
+    previous: &[(usize, &Series)],
+    end: i64,
+    partial: Option<i64>,
+    stacked: bool,
+) -> String {
+    let plot = Plot { series, previous, start: T, end, stacked, unit: Unit::Ms, y_title: "ms", partial };
+    time_chart_svg(&plot, 800, 300)
+}
+
+/// The texts of an SVG, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split("</text>").next()?.trim().to_string()))
+        .collect()
+}
+
+/// How many lines (polylines: a path, or one dash of a dashed one) are drawn in blue, the first series' colour.
+fn blue_lines(svg: &str) -> usize {
+    svg.split("<polyline").skip(1).filter(|p| p.split("/>").next().unwrap_or("").contains("stroke=\"#1F6FEB\"")).count()
+}
+
 #[wasm_bindgen_test]
 fn a_gap_breaks_the_line_and_the_partial_bucket_is_marked() {
     let at = |i: i64, v: f64| (T + i * FIVE, v);
@@ -88,15 +114,84 @@ fn a_gap_breaks_the_line_and_the_partial_bucket_is_marked() {
         name: "total".into(),
         points: vec![at(0, 5.0), at(1, 6.0), at(2, f64::NAN), at(3, 7.0), at(4, 8.0), at(5, 1.0)],
     };
-    let svg = time_chart_svg(&[(0, &s)], T, T + 6 * FIVE, false, Unit::Ms, "ms", 800, 300, Some(T + 5 * FIVE));
-    assert_eq!(svg.matches("<polyline").count(), 3, "two runs and the dashed step into the partial bucket: {svg}");
-    assert_eq!(svg.matches("stroke-dasharray").count(), 1);
-    assert!(svg.contains(">partial</text>") && svg.contains("class=\"partial\""), "{svg}");
-    let without = time_chart_svg(&[(0, &s)], T, T + 6 * FIVE, false, Unit::Ms, "ms", 800, 300, None);
+    let with = svg(&[(0, &s)], &[], T + 6 * FIVE, Some(T + 5 * FIVE), false);
+    // Two runs, and the dashed step into the partial bucket (a short dash or more).
+    assert!(blue_lines(&with) >= 3, "two runs and the dashed step: {with}");
+    assert!(texts(&with).contains(&"partial".to_string()), "{with}");
+    assert!(with.contains("aria-hidden=\"true\""), "{with}");
+    let without = svg(&[(0, &s)], &[], T + 6 * FIVE, None, false);
     assert!(!without.contains("partial"));
-    assert_eq!(without.matches("<polyline").count(), 2, "the gap breaks the line: {without}");
+    assert_eq!(blue_lines(&without), 2, "the gap breaks the line: {without}");
     // A value alone between gaps is a dot.
     let lone = Series { name: "total".into(), points: vec![at(0, f64::NAN), at(1, 3.0), at(2, f64::NAN)] };
-    let svg = time_chart_svg(&[(0, &lone)], T, T + 3 * FIVE, false, Unit::Ms, "ms", 800, 300, None);
-    assert!(svg.contains("<circle") && !svg.contains("<polyline"), "{svg}");
+    let dot = svg(&[(0, &lone)], &[], T + 3 * FIVE, None, false);
+    assert!(dot.contains("<circle") && blue_lines(&dot) == 0, "{dot}");
+}
+
+#[wasm_bindgen_test]
+fn the_previous_period_is_drawn_dashed_in_the_colour_of_its_series() {
+    let at = |i: i64, v: f64| (T + i * FIVE, v);
+    let now = Series { name: "total".into(), points: (0..12).map(|i| at(i, 10.0)).collect() };
+    let before = Series { name: "total".into(), points: (0..12).map(|i| at(i, 20.0)).collect() };
+    let plain = svg(&[(0, &now)], &[], T + 12 * FIVE, None, false);
+    let compared = svg(&[(0, &now)], &[(0, &before)], T + 12 * FIVE, None, false);
+    assert_eq!(blue_lines(&plain), 1);
+    assert!(blue_lines(&compared) > 10, "one line and the dashes of the previous period: {compared}");
+    // The axis reaches the previous period's values too.
+    assert!(texts(&compared).contains(&"20 ms".to_string()), "{compared}");
+    // Stacked, the previous period is one dashed line of its total, in the ink's colour.
+    let stacked = svg(&[(0, &now)], &[(0, &before)], T + 12 * FIVE, None, true);
+    assert!(stacked.contains("class=\"ink\""), "{stacked}");
+    assert!(stacked.contains("<polygon"), "{stacked}");
+}
+
+#[wasm_bindgen_test]
+fn time_labels_fall_on_round_times_and_stay_few() {
+    // 24 hours from 18:02 UTC over 700 pixels: every 3 hours, on the hour.
+    let start = T + 120_000;
+    let t = ticks(start, start + 86_400_000, 700.0, 90.0);
+    assert!(!t.is_empty() && t.len() <= 8, "{t:?}");
+    assert!(t.iter().all(|x| x % 10_800_000 == 0 && *x >= start), "{t:?}");
+    // 30 days: whole days.
+    let t = ticks(T, T + 30 * 86_400_000, 700.0, 90.0);
+    assert!(t.iter().all(|x| x % 86_400_000 == 0), "{t:?}");
+    assert!(t.len() <= 8, "{t:?}");
+}
+
+#[wasm_bindgen_test]
+fn markers_close_together_share_one_button() {
+    use edge_api::alerts::MarkerKind;
+    let m = |t: i64| Marker {
+        time: t,
+        kind: MarkerKind::Alert,
+        title: "5xx: firing".into(),
+        actor: "5xx".into(),
+        href: "/x".into(),
+    };
+    let all = vec![m(T), m(T + 1_000), m(T + 12 * FIVE), m(T + 48 * 3_600_000)];
+    let g = groups(&all, T, T + 24 * 3_600_000, 800.0);
+    assert_eq!(g.len(), 2, "the one outside the range is left out: {g:?}");
+    assert_eq!(g[0].1.len(), 2);
+    assert_eq!(g[1].1.len(), 1);
+}
+
+#[wasm_bindgen_test]
+fn a_count_axis_steps_by_whole_numbers() {
+    let empty = Series { name: "total".into(), points: vec![(T, 0.0), (T + FIVE, 0.0)] };
+    let shown = [(0, &empty)];
+    let plot = Plot {
+        series: &shown,
+        previous: &[],
+        start: T,
+        end: T + 2 * FIVE,
+        stacked: false,
+        unit: Unit::Count,
+        y_title: "",
+        partial: None,
+    };
+    let labels: Vec<String> =
+        texts(&time_chart_svg(&plot, 800, 300)).into_iter().filter(|t| t.chars().all(|c| c.is_ascii_digit())).collect();
+    let mut labels = labels;
+    labels.sort();
+    assert_eq!(labels, ["0", "1"], "no chart of nothing labelled 0, 0, 1, 1");
 }

@@ -111,3 +111,15 @@ pub fn watch_path(data_url: &str) -> Option<String> {
     let at = path.find("/stats")?;
     Some(path[at..].trim_end_matches("/data").to_string())
 }
+
+/// Whether a rule may watch `path` (one of [`edge_api::alerts::WATCHABLE_PATHS`], a category in place of
+/// `{category}`): the top URLs, for one, cannot be watched.
+pub fn watchable(path: &str) -> bool {
+    edge_api::alerts::WATCHABLE_PATHS.iter().any(|w| match w.split_once("{category}") {
+        Some((head, tail)) => path
+            .strip_prefix(head)
+            .and_then(|rest| rest.strip_suffix(tail))
+            .is_some_and(|c| !c.is_empty() && !c.contains('/')),
+        None => path == *w,
+    })
+}

@@ -1,5 +1,5 @@
 //! Shared UI, one of each, for any page: the frame (layout), async views, dialogs, pager, time, charts and what
-//! they draw from statistics answers, the filter builder, the bulk flow, and the dialogs pages open from another
+//! they draw from statistics answers (and the incident timeline's markers), the filter builder, the bulk flow, and the dialogs pages open from another
 //! page's data (add to a network list, purge a URL), and the API tokens panel of My account and Users. Components
 //! never import pages.
 
@@ -22,4 +22,5 @@ pub mod progress;
 pub mod purge_url;
 pub mod range;
 pub mod time;
+pub mod timeline;
 pub mod tokens;

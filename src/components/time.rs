@@ -1,10 +1,12 @@
 //! How times read in the console, in one place: the API writes ISO 8601 UTC (`2026-11-22T10:00:01Z`) or
 //! milliseconds; the console shows them as `2026-11-22 11:00:01` in the display time zone — the account's
-//! (an IANA zone), or the one chosen on this browser — with the UTC time on hover. Conversions use the
-//! browser's own time zone database (`Intl.DateTimeFormat` with `timeZone`): the console carries none.
+//! (an IANA zone), or the one chosen on this browser — with the UTC time on hover. Offsets come from the
+//! browser's own time zone database (`Intl.DateTimeFormat` with `timeZone`): the console carries none; the
+//! arithmetic of wall times (round hours and days of the zone, across changes of its offset) is chrono's.
 
 use std::cell::RefCell;
 
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
 use edge_api::stats::{format_time, parse_time};
 use leptos::prelude::*;
 
@@ -158,9 +160,19 @@ pub fn from_wall_ms(wall: i64) -> i64 {
     wall - offset_ms(guess)
 }
 
+/// The wall time, in the zone in effect, of milliseconds since the epoch.
+pub fn wall(ms: i64) -> NaiveDateTime {
+    DateTime::from_timestamp_millis(ms + offset_ms(ms)).unwrap_or(DateTime::UNIX_EPOCH).naive_utc()
+}
+
+/// The UTC time (milliseconds) of a wall time of the zone in effect (see [`from_wall_ms`]).
+pub fn from_wall(w: NaiveDateTime) -> i64 {
+    from_wall_ms(w.and_utc().timestamp_millis())
+}
+
 /// `2026-11-22 11:00:01` in the zone in effect, of milliseconds since the epoch.
 pub fn datetime_ms(ms: i64) -> String {
-    format_time(ms + offset_ms(ms)).replace('T', " ")
+    wall(ms - ms.rem_euclid(1000)).to_string()
 }
 
 /// [`datetime_ms`] of an API time; text that is not one is shown as it is.
@@ -186,22 +198,28 @@ pub fn date(iso: &str) -> String {
     iso.get(..10).unwrap_or(iso).to_string()
 }
 
-/// An axis label in the zone in effect: `HH:MM` for spans up to two days, else `MM-DD`.
+/// An axis label in the zone in effect: `HH:MM` for spans up to two days (over more than six hours, a
+/// midnight as its date, `11-22`, so that the day is named where it starts), else `MM-DD`.
 pub fn axis_label(ms: i64, span: i64) -> String {
-    let t = format_time(ms + offset_ms(ms));
-    let part = if span <= 2 * 86_400_000 { t.get(11..16) } else { t.get(5..10) };
-    part.unwrap_or_default().to_string()
+    let w = wall(ms);
+    let midnight = (w.hour(), w.minute()) == (0, 0);
+    if span <= 2 * 86_400_000 && !(midnight && span > 6 * 3_600_000) {
+        format!("{:02}:{:02}", w.hour(), w.minute())
+    } else {
+        format!("{:02}-{:02}", w.month(), w.day())
+    }
 }
 
 /// A `datetime-local` input value (minutes) of a UTC time, in the zone in effect.
 pub fn wall_input(ms: i64) -> String {
-    format_time(ms + offset_ms(ms))[..16].to_string()
+    let w = wall(ms);
+    format!("{:04}-{:02}-{:02}T{:02}:{:02}", w.year(), w.month(), w.day(), w.hour(), w.minute())
 }
 
 /// The UTC time of a `datetime-local` input value in the zone in effect.
 pub fn from_wall_input(value: &str) -> Option<i64> {
     let v = if value.len() == 16 { format!("{value}:00") } else { value.to_string() };
-    parse_time(&v).ok().map(from_wall_ms)
+    v.parse::<NaiveDateTime>().ok().map(from_wall)
 }
 
 /// Every IANA zone the browser knows (`Intl.supportedValuesOf`), UTC first.

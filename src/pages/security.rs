@@ -13,13 +13,14 @@ use crate::{
         add_to_list::AddToListDialog,
         answers::{bars, series_over},
         async_view::{AsyncView, Later, Load, load},
-        chart::{BarList, TimeChart, grouped},
+        chart::{BarList, Marker, TimeChart, grouped},
         curl::CopyCurl,
         filters::{FilterBuilder, with_condition},
         labels::{category_name, dimension_name, is_identifier},
         pager::Pager,
         range::{Range, RangePicker, allowed_granularities, now_ms, resolve},
         time::datetime,
+        timeline,
     },
     nav::{use_customer, use_query_state},
     session::Auth,
@@ -161,6 +162,7 @@ pub fn Security() -> impl IntoView {
         }
     });
     let writable = move || auth.can_write();
+    let markers = timeline::markers(customer, range.into());
 
     view! {
         <section class="page security">
@@ -170,9 +172,9 @@ pub fn Security() -> impl IntoView {
                 <p class="hint">"Raw events are kept for the previous three days and today; trends and top lists for longer."</p>
             </div>
             <div class="grid-2">
-                <Later><TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events /></Later>
-                <Later><TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events /></Later>
-                <Later><TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events /></Later>
+                <Later><TrendCard title="Requests by WAF action" id="request-trends" url=requests_url range dim="waf_action" on_filter=show_events markers /></Later>
+                <Later><TrendCard title="WAF events" id="waf-trends" url=waf_url range dim="waf_action" on_filter=show_events markers /></Later>
+                <Later><TrendCard title="Traffic-shaping events" id="shaping-trends" url=shaping_url range dim="event_action" on_filter=show_events markers /></Later>
                 <Later>
                 <div class="card panel">
                     <div class="toolbar">
@@ -317,12 +319,16 @@ fn TrendCard(
     range: Memo<Option<Range>>,
     dim: &'static str,
     on_filter: Callback<(String, String)>,
+    markers: Memo<Vec<Marker>>,
 ) -> impl IntoView {
     let data = read(url);
     let customer = crate::nav::use_customer();
     // "Alert on this": a new rule on this chart's query, in the alert rule editor.
     let alert = move || {
-        url.get().and_then(|u| api::watch_path(&u)).map(|p| api::alert_on_this_url(&customer.get(), &p, "hits", "", ""))
+        url.get()
+            .and_then(|u| api::watch_path(&u))
+            .filter(|p| api::watchable(p))
+            .map(|p| api::alert_on_this_url(&customer.get(), &p, "hits", "", ""))
     };
     view! {
         <div class="card panel" id=id>
@@ -354,6 +360,7 @@ fn TrendCard(
                                 height=240
                                 partial=partial
                                 on_filter=Callback::new(move |v: String| on_filter.run((dim.to_string(), v)))
+                                markers
                             />
                             <p class="muted small">{format!("Total {}", grouped(total as i64))}</p>
                         }

@@ -1,6 +1,8 @@
 //! Alerts: what fires now, the rules (with their editor and preview), the history of their states, the channels
 //! that notify (with "send test" and each one's delivery log) and silences. The tab lives in the address, and
 //! "Alert on this" from a chart opens the editor with the chart's query (see [`crate::api::alert_on_this_url`]).
+//! A rule named in the address (`?rule=`, as notifications link to it) opens its history and is marked in the
+//! lists.
 
 mod channels;
 mod editor;
@@ -114,9 +116,15 @@ where
 #[component]
 pub fn Alerts() -> impl IntoView {
     let q = use_query_state();
+    let rule = Memo::new(move |_| q.get("rule"));
     let tab = Memo::new(move |_| {
         let t = q.get("tab");
-        if TABS.iter().any(|(id, _)| *id == t) { t } else { "firing".to_string() }
+        match t.as_str() {
+            t if TABS.iter().any(|(id, _)| *id == t) => t.to_string(),
+            // A notification's link names the rule: what it did.
+            _ if !rule.get().is_empty() => "history".to_string(),
+            _ => "firing".to_string(),
+        }
     });
     view! {
         <section class="page alerts">
@@ -140,11 +148,11 @@ pub fn Alerts() -> impl IntoView {
                     .collect_view()}
             </nav>
             {move || match tab.get().as_str() {
-                "rules" => view! { <Rules /> }.into_any(),
-                "history" => view! { <History rule=String::new() /> }.into_any(),
+                "rules" => view! { <Rules chosen=rule /> }.into_any(),
+                "history" => view! { <History rule /> }.into_any(),
                 "channels" => view! { <channels::Channels /> }.into_any(),
                 "silences" => view! { <silences::Silences /> }.into_any(),
-                _ => view! { <Firing /> }.into_any(),
+                _ => view! { <Firing chosen=rule /> }.into_any(),
             }}
         </section>
     }
@@ -152,7 +160,10 @@ pub fn Alerts() -> impl IntoView {
 
 /// Rules firing or pending now, the most severe first.
 #[component]
-fn Firing() -> impl IntoView {
+fn Firing(
+    /// The rule named in the address, marked.
+    chosen: Memo<String>,
+) -> impl IntoView {
     let customer = use_customer();
     let rules = load(move || {
         let c = customer.get();
@@ -193,7 +204,7 @@ fn Firing() -> impl IntoView {
                                 .map(|r| {
                                     let group: Vec<String> = r.status.group.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
                                     view! {
-                                        <tr data-rule=r.id.clone()>
+                                        <tr data-rule=r.id.clone() class:chosen=is_chosen(chosen, &r.id)>
                                             <td>
                                                 <strong>{r.name.clone()}</strong>
                                                 <div class="small muted">{condition_text(&r.condition)}</div>
@@ -220,7 +231,10 @@ fn Firing() -> impl IntoView {
 
 /// Every rule, with its state; new, edit and delete for those who manage alerts.
 #[component]
-fn Rules() -> impl IntoView {
+fn Rules(
+    /// The rule named in the address, marked.
+    chosen: Memo<String>,
+) -> impl IntoView {
     let customer = use_customer();
     let q = use_query_state();
     let auth = Auth::get();
@@ -276,7 +290,7 @@ fn Rules() -> impl IntoView {
                                 .map(|r| {
                                     let (edit, id) = (r.clone(), r.id.clone());
                                     view! {
-                                        <tr data-rule=r.id.clone()>
+                                        <tr data-rule=r.id.clone() class:chosen=is_chosen(chosen, &r.id)>
                                             <td>
                                                 <strong>{r.name.clone()}</strong>
                                                 {(!r.enabled).then(|| view! { " " <span class="badge off">"off"</span> })}
@@ -320,23 +334,48 @@ fn Rules() -> impl IntoView {
     }
 }
 
-/// The rules' changes of state, newest first.
+/// Whether `id` is the rule named in the address (followed, so a row is marked without being built again).
+fn is_chosen(chosen: Memo<String>, id: &str) -> impl Fn() -> bool + Send + Sync + 'static + use<> {
+    let id = id.to_string();
+    move || chosen.try_get().is_some_and(|c| c == id)
+}
+
+/// The rules' changes of state, newest first: of every rule, or of the one named in the address.
 #[component]
-fn History(rule: String) -> impl IntoView {
+fn History(rule: Memo<String>) -> impl IntoView {
     let customer = use_customer();
     let q = use_query_state();
     let page = Memo::new(move |_| q.page("page"));
     let events = load(move || {
-        let u = api::alert_events_url(&customer.get(), page.get(), HISTORY_PAGE, &rule);
+        let u = api::alert_events_url(&customer.get(), page.get(), HISTORY_PAGE, &rule.get());
         async move { api::alert_events(&u).await }
     });
+    let one_rule = move |name: Option<String>| {
+        (!rule.get_untracked().is_empty()).then(|| {
+            let text = match name {
+                Some(n) => format!("The changes of rule “{n}”."),
+                None => "The changes of one rule.".to_string(),
+            };
+            view! {
+                <p class="notice info one-rule" role="status">
+                    {text} " "
+                    <button type="button" class="link" on:click=move |_| q.set(&[("rule", String::new()), ("page", String::new())])>
+                        "Show every rule"
+                    </button>
+                </p>
+            }
+        })
+    };
     view! {
         <AsyncView resource=events loading="Loading the history…" children=move |list: AlertEventPage| {
+            let named = one_rule(list.items.first().map(|e| e.rule_name.clone()));
             if list.items.is_empty() {
-                return view! { <div class="empty">"No rule has changed its state yet."</div> }.into_any();
+                let empty = if rule.get_untracked().is_empty() { "No rule has changed its state yet." } else { "This rule has not changed its state yet." };
+                return view! { {named} <div class="empty">{empty}</div> }.into_any();
             }
             let shown = list.items.len() as u64;
             view! {
+                {named}
                 <div class="table-scroll">
                     <table class="data">
                         <thead>

@@ -1,5 +1,6 @@
 //! A property's version history: changes between versions, comparison with the current one, rollback
-//! (done by the editor, through the same etag and merge path as a save).
+//! (done by the editor, through the same etag and merge path as a save). The changes between two versions
+//! named in the address (`?from=&to=`, as the charts' timeline markers link to them) open at once.
 
 use edge_api::config::{Change, ConfigDocument};
 use leptos::prelude::*;
@@ -36,7 +37,9 @@ pub(super) fn History(
         // Values, not the view's stores, go into the request: it may be answered after the view is gone.
         async move { api::config_versions(&c, &property).await }
     });
-    let compare = RwSignal::new(None::<(u64, u64)>);
+    let version = |k: &str| crate::nav::query_param(k).and_then(|v| v.parse::<u64>().ok());
+    let asked = version("from").zip(version("to"));
+    let compare = RwSignal::new(asked);
     let diff = load(move || {
         let (c, pair, property) = (customer.get(), compare.get(), name.get_value());
         async move {
@@ -53,6 +56,22 @@ pub(super) fn History(
         }
     });
     let rollback_error = Signal::derive(move || rollback.value().get().and_then(Result::err));
+    // The changes asked for by the address are what the user came for: shown once they arrive.
+    if asked.is_some() {
+        let shown = StoredValue::new(false);
+        Effect::new(move |_| {
+            if let Some(Ok(Some(_))) = diff.get()
+                && !shown.get_value()
+            {
+                shown.set_value(true);
+                request_animation_frame(|| {
+                    if let Some(e) = document().get_element_by_id("version-diff") {
+                        e.scroll_into_view();
+                    }
+                });
+            }
+        });
+    }
     view! {
         <div class="card panel wide" id="history">
             <div class="toolbar">
@@ -111,7 +130,14 @@ pub(super) fn History(
                     .map(|changes| {
                         let (from, to) = compare.get_untracked().unwrap_or_default();
                         let docs = current.get_untracked().into_iter().collect();
-                        view! { <DiffView from to changes docs /> }
+                        // Undoing the change shown: back to the version before it.
+                        let undo = Callback::new(move |()| {
+                            rollback.value().set(None);
+                            rolling.set(Some(from));
+                        });
+                        // Offered once the user's role is known to allow it (the record may come after the diff).
+                        let can_undo = Signal::derive(move || from >= 1 && writable.try_get() == Some(true));
+                        view! { <DiffView from to changes docs undo can_undo /> }
                     })}
             </AsyncView>
         </div>
@@ -141,9 +167,20 @@ pub(super) fn History(
 }
 
 #[component]
-fn DiffView(from: u64, to: u64, changes: Vec<Change>, docs: Vec<Value>) -> impl IntoView {
+fn DiffView(
+    from: u64,
+    to: u64,
+    changes: Vec<Change>,
+    docs: Vec<Value>,
+    undo: Callback<()>,
+    can_undo: Signal<bool>,
+) -> impl IntoView {
     view! {
-        <h3>{format!("Changes from version {from} to {to}")}</h3>
+        <div class="toolbar">
+            <h3 id="version-diff">{format!("Changes from version {from} to {to}")}</h3>
+            <span class="spacer"></span>
+            {move || can_undo.get().then(|| view! { <button type="button" class="secondary" on:click=move |_| undo.run(())>{format!("Roll back to version {from}")}</button> })}
+        </div>
         <ChangesTable changes docs />
     }
 }

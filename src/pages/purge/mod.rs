@@ -2,7 +2,8 @@
 //! against the account's host patterns before sending; a confirmation naming how many URIs on which hosts
 //! (and warning about prefix purges); the URIs sent in requests of 500, paced under the API's 2 requests a
 //! second (waiting as a 429's Retry-After says); one overall progress and each transaction's status; the
-//! recent purges. ("Purge this URL" from the statistics' top URLs is a component.)
+//! recent purges; a transaction named in the address (`?transaction=`, as the charts' timeline markers link
+//! to it) shown first. ("Purge this URL" from the statistics' top URLs is a component.)
 
 mod form;
 mod submission;
@@ -14,9 +15,10 @@ use crate::{
     api,
     components::{
         async_view::{AsyncView, load},
+        purge_url::TransactionProgress,
         time::TimeMs,
     },
-    nav::use_customer,
+    nav::{use_customer, use_query_state},
     session::Auth,
 };
 
@@ -50,9 +52,34 @@ pub fn Purge() -> impl IntoView {
         async move { api::recent_purges(&c).await }
     });
     let submissions = RwSignal::new(Vec::<Submission>::new());
+    let q = use_query_state();
+    let chosen = Memo::new(move |_| q.get("transaction").parse::<i64>().ok());
+    let transaction = load(move || {
+        let (c, id) = (customer.get(), chosen.get());
+        async move {
+            match id {
+                Some(id) => api::transaction(&c, id).await.map(Some),
+                None => Ok(None),
+            }
+        }
+    });
     view! {
         <section class="page">
             <h1>"Purge"</h1>
+            {move || {
+                chosen
+                    .get()
+                    .map(|id| {
+                        view! {
+                            <div class="card panel wide" id="transaction">
+                                <h2>{format!("Purge transaction {id}")}</h2>
+                                <AsyncView resource=transaction let:answer>
+                                    {answer.map(|t| view! { <TransactionProgress t /> })}
+                                </AsyncView>
+                            </div>
+                        }
+                    })
+            }}
             <Show
                 when=move || auth.me().is_none() || auth.can_write()
                 fallback=|| view! { <div class="notice info">"Viewers see purge status but cannot purge."</div> }
@@ -77,7 +104,7 @@ pub fn Purge() -> impl IntoView {
             <AsyncView resource=history let:answer>
                 {match answer {
                         list if list.is_empty() => view! { <div class="empty">"No purges yet."</div> }.into_any(),
-                        list => view! { <History list /> }.into_any(),
+                        list => view! { <History list chosen /> }.into_any(),
                 }}
             </AsyncView>
         </section>
@@ -85,7 +112,11 @@ pub fn Purge() -> impl IntoView {
 }
 
 #[component]
-fn History(list: Vec<TransactionSummary>) -> impl IntoView {
+fn History(
+    list: Vec<TransactionSummary>,
+    /// The transaction named in the address, marked.
+    chosen: Memo<Option<i64>>,
+) -> impl IntoView {
     view! {
         <div class="table-scroll">
             <table class="data purges">
@@ -104,8 +135,9 @@ fn History(list: Vec<TransactionSummary>) -> impl IntoView {
                         .into_iter()
                         .map(|t| {
                             let more = t.uri_count.saturating_sub(t.sample.len() as u64);
+                            let id = t.transaction_id;
                             view! {
-                                <tr>
+                                <tr class:chosen=move || chosen.try_get().flatten() == Some(id)>
                                     <td>{t.transaction_id}</td>
                                     <td>{t.action.clone()}</td>
                                     <td class="wrap">

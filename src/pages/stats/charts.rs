@@ -1,4 +1,5 @@
-//! The chart of one metric at a time over the range, split by the first dimension, and its top values.
+//! The chart of one metric at a time over the range, split by the first dimension (the previous period dashed
+//! when comparing, the incident timeline's markers on it), "Alert on this", and its top values.
 
 use edge_api::stats::{Granularity, StatsResponse};
 use leptos::prelude::*;
@@ -6,7 +7,7 @@ use leptos::prelude::*;
 use super::view::metric_label;
 use crate::components::{
     answers::{is_latency, series_over, top_values},
-    chart::{BarList, TimeChart, Unit},
+    chart::{BarList, Marker, Series, TimeChart, Unit},
     labels::dimension_name,
     range::{Range, now_ms},
 };
@@ -24,17 +25,23 @@ fn per(g: Granularity) -> &'static str {
 #[component]
 pub(super) fn Charts(
     response: StatsResponse,
+    /// The previous period's answer, when comparing.
+    previous: Option<StatsResponse>,
     /// The metrics chosen (the answer may hold hits besides, for the averages of latencies).
     metrics: Vec<String>,
     range: Range,
     granularity: Granularity,
     stacked: Signal<bool>,
     add_filter: Callback<(String, String)>,
+    markers: Memo<Vec<Marker>>,
+    /// The address of a new alert rule on this chart's query and a metric (none when it cannot be watched).
+    alert_on: Callback<String, Option<String>>,
 ) -> impl IntoView {
     let metric = RwSignal::new(metrics.first().cloned().unwrap_or_else(|| "hits".into()));
     let split = response.query.dimensions.first().cloned();
     let truncated = response.total_results > response.rows.len() as u64;
     let r = StoredValue::new(response);
+    let previous = StoredValue::new(previous);
     let chips = metrics
         .into_iter()
         .map(|m| {
@@ -68,19 +75,30 @@ pub(super) fn Charts(
             };
             let (series, partial) =
                 r.with_value(|r| series_over(r, &m, range.start, range.end, granularity.millis(), now_ms()));
+            // The previous period's series, moved forward by the range's length onto this one.
+            let before = range.previous();
+            let previous: Vec<Series> = previous.with_value(|p| {
+                p.as_ref()
+                    .map(|p| series_over(p, &m, before.start, before.end, granularity.millis(), now_ms()).0)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| Series { points: s.points.into_iter().map(|(t, v)| (t + range.span(), v)).collect(), ..s })
+                    .collect()
+            });
             // Averages do not stack.
             let stacked = stacked.get() && !is_latency(&m);
             let on_filter = split.clone().map(|d| Callback::new(move |v: String| add_filter.run((d.clone(), v))));
             let dim = split.clone().unwrap_or_default();
             match on_filter {
-                Some(on_filter) => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial dim /> }.into_any(),
-                None => view! { <TimeChart label series start=range.start end=range.end stacked unit y_title id="time-chart" partial=partial /> }.into_any(),
+                Some(on_filter) => view! { <TimeChart label series previous start=range.start end=range.end stacked unit y_title id="time-chart" on_filter partial=partial dim markers /> }.into_any(),
+                None => view! { <TimeChart label series previous start=range.start end=range.end stacked unit y_title id="time-chart" partial=partial markers /> }.into_any(),
             }
         }
     };
     view! {
-        <div class="chart-metric" role="group" aria-label="Metric">
-            {chips}
+        <div class="chart-metric">
+            <div class="chips" role="group" aria-label="Metric">{chips}</div>
+            {move || alert_on.run(metric.get()).map(|href| view! { <a class="button secondary small alert-on" href=href>"Alert on this"</a> })}
         </div>
         {chart}
         {truncated

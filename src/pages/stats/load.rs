@@ -1,6 +1,6 @@
 //! The statistics view's reads, each with its own key so that paging, sorting or the chart style refetch only
 //! what they change, and a read cancelled when its key changes: the table's page, the chart's answer (in a
-//! bounded number of requests) and the totals.
+//! bounded number of requests, and the previous period's when comparing) and the totals.
 
 use edge_api::stats::{Family, Granularity, StatsResponse};
 use leptos::prelude::*;
@@ -27,7 +27,7 @@ pub(super) struct Reads {
     pub chart_url: Memo<Option<String>>,
     /// None: the dimensions do not form a grouping set.
     pub table: Load<Option<StatsResponse>>,
-    pub chart: Load<Option<StatsResponse>>,
+    pub chart: Load<Option<ChartAnswer>>,
     pub kpis: Load<Option<KpiTotals>>,
 }
 
@@ -111,19 +111,37 @@ impl Reads {
     }
 }
 
+/// What the chart is drawn from: the range's answer and, when comparing, the previous period's (the same
+/// values of the dimension, so that each series meets its own past).
+#[derive(Clone)]
+pub(super) struct ChartAnswer {
+    pub now: StatsResponse,
+    pub previous: Option<StatsResponse>,
+}
+
+/// `f`'s answer, if there is an `f`.
+async fn maybe<T>(f: Option<impl Future<Output = api::ApiResult<T>>>) -> api::ApiResult<Option<T>> {
+    match f {
+        Some(f) => f.await.map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The answer a chart over the whole range is drawn from, in a bounded number of requests however many values
 /// the dimension has (one answer holds at most 2,500 rows): the values of the first dimension ranked over the
 /// range (one coarse query) and the total without the dimension, at once; then, at once, the series of each
 /// of the top [`answers::TOP`] values (the view's filters AND the value); "other" is the total less their sum.
 /// Without a dimension, or when the filters are joined by OR (a value cannot be added to them), it is the
-/// view's query as it is. `abort` cancels every request.
+/// view's query as it is. When comparing, the previous period's answer is asked for alongside, for the same
+/// values. `abort` cancels every request.
 async fn chart_answer(
     customer: &str,
     v: &View,
     range: Range,
     g: Granularity,
     abort: Option<web_sys::AbortSignal>,
-) -> api::ApiResult<StatsResponse> {
+) -> api::ApiResult<ChartAnswer> {
+    let before = v.compare.then(|| range.previous());
     let get = |filters: &str, r: Range, g: Granularity, dims: &[String], sort: &str| {
         let v = View { filters: filters.to_string(), ..v.clone() };
         let url = api::stats_url(customer, "/stats/data", &params(&v, r, g, dims, sort, 0, 2500));
@@ -131,24 +149,38 @@ async fn chart_answer(
         async move { api::get_stats(&url, abort).await }
     };
     let Some(dim) = v.dims.first().filter(|_| narrowable(&v.filters, &FILTER_DIMENSIONS)) else {
-        return get(&v.filters, range, g, &v.dims, "starttime").await;
+        let whole = |r: Range| get(&v.filters, r, g, &v.dims, "starttime");
+        let (now, previous) = futures::future::join(whole(range), maybe(before.map(whole))).await;
+        return Ok(ChartAnswer { now: now?, previous: previous? });
     };
     let metric = rank_metric(&v.metrics);
     let (rank_range, rank_g, rank_dims) = ranking(&v.dims, range, g, now_ms());
-    let (ranked, total) = futures::future::join(
+    let total = |r: Range| get(&v.filters, r, g, &[], "starttime");
+    let (ranked, now_total, before_total) = futures::future::join3(
         get(&v.filters, rank_range, rank_g, &rank_dims, &format!("-{metric}")),
-        get(&v.filters, range, g, &[], "starttime"),
+        total(range),
+        maybe(before.map(total)),
     )
     .await;
-    let (ranked, total) = (ranked?, total?);
+    let (ranked, now_total, before_total) = (ranked?, now_total?, before_total?);
     let top = answers::ranked_values(&ranked, &metric, answers::TOP);
     let dims = series_dims(&v.dims, g);
-    let parts = futures::future::join_all(top.iter().map(|value| {
-        let filters = with_condition(&v.filters, &FILTER_DIMENSIONS, dim, value);
-        get(&filters, range, g, &dims, "starttime")
-    }))
-    .await
-    .into_iter()
-    .collect::<Result<Vec<_>, _>>()?;
-    Ok(answers::with_other(parts, &total).unwrap_or(StatsResponse { rows: Vec::new(), total_results: 0, ..ranked }))
+    let parts = |r: Range| {
+        futures::future::join_all(top.iter().map(|value| {
+            let filters = with_condition(&v.filters, &FILTER_DIMENSIONS, dim, value);
+            get(&filters, r, g, &dims, "starttime")
+        }))
+    };
+    let (now_parts, before_parts) = futures::future::join(
+        parts(range),
+        maybe(before.map(|r| async move { parts(r).await.into_iter().collect::<Result<Vec<_>, _>>() })),
+    )
+    .await;
+    let now_parts = now_parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let empty = || StatsResponse { rows: Vec::new(), total_results: 0, ..ranked.clone() };
+    let previous = match (before_parts?, before_total) {
+        (Some(parts), Some(total)) => Some(answers::with_other(parts, &total).unwrap_or_else(empty)),
+        _ => None,
+    };
+    Ok(ChartAnswer { now: answers::with_other(now_parts, &now_total).unwrap_or_else(empty), previous })
 }

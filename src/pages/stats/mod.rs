@@ -37,6 +37,7 @@ use crate::{
         filters::FilterBuilder,
         labels::dimension_name,
         range::RangePicker,
+        timeline,
     },
     nav::use_customer,
 };
@@ -71,6 +72,14 @@ pub fn Statistics() -> impl IntoView {
     let stacked = Signal::derive(move || view.get().stacked);
 
     let customer = use_customer();
+    let markers = timeline::markers(customer, Signal::derive(move || resolved.get().map(|(r, _, _)| r)));
+    // "Alert on this": a new rule on the chart's query and metric (the top URLs cannot be watched).
+    let alert_on = Callback::new(move |metric: String| {
+        let path =
+            chart_url.get_untracked().and_then(|u| crate::api::watch_path(&u)).filter(|p| crate::api::watchable(p))?;
+        let v = view.get_untracked();
+        Some(crate::api::alert_on_this_url(&customer.get_untracked(), &path, &metric, &v.filters, &v.dims.join(",")))
+    });
     // "Errors only": the status codes of class 4xx and 5xx seen in the range, as the filter (the API's filters
     // compare with == and != only, so the console names the codes).
     let errors_only = Callback::new(move |()| {
@@ -279,7 +288,7 @@ pub fn Statistics() -> impl IntoView {
                         id="export-csv"
                         on:click=move |_| {
                             if let Some(Ok(Some(r))) = chart.get_untracked() {
-                                download("statistics.csv", &to_csv(&r));
+                                download("statistics.csv", &to_csv(&r.now));
                             }
                         }
                     >
@@ -292,8 +301,9 @@ pub fn Statistics() -> impl IntoView {
                         match (answer, resolved.get_untracked()) {
                             (Some(r), Some((range, g, _))) => {
                                 let v = view.get_untracked();
-                                let r = if v.classes { by_status_class(&r) } else { r };
-                                view! { <Charts response=r metrics=v.metrics range granularity=g stacked add_filter /> }.into_any()
+                                let classes = |r: StatsResponse| if v.classes { by_status_class(&r) } else { r };
+                                let previous = r.previous.map(classes);
+                                view! { <Charts response=classes(r.now) previous metrics=v.metrics range granularity=g stacked add_filter markers alert_on /> }.into_any()
                             }
                             _ => view! { <p class="muted">"Choose dimensions that form a grouping set."</p> }.into_any(),
                         }

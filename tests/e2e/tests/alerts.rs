@@ -5,7 +5,8 @@
 //! signed with the secret, the SMTP server one message, and the console shows the rule firing (and the count
 //! in the navigation); a silence made in the console suppresses the next notification (recorded in the
 //! channel's log as silenced); after it ends and traffic recovers, the rule resolves and says so; the
-//! timeline's markers for the range are the rule's transitions. Every tab passes axe-core and fits 400 px with the
+//! timeline's markers for the range are the rule's transitions, shown on the statistics and security charts and
+//! opening the rule's history. Every tab passes axe-core and fits 400 px with the
 //! CPU slowed 4×, and the console logs no error.
 
 #[path = "../../../server/tests/support/receivers.rs"]
@@ -202,6 +203,39 @@ async fn a_5xx_ratio_rule_fires_notifies_once_signed_is_silenced_and_resolves() 
         .filter_map(|m| m["operation"].as_str())
         .collect();
     ensure!(alerts == ["alert.firing", "alert.resolved"], "{alerts:?}");
+    // ... and they appear on the charts over the range: the statistics chart and the security trends, each a link
+    // to the rule's history (the address a notification's link names too).
+    let wall = |ms: i64| edge_server::clock::iso_ms(ms)[..19].to_string();
+    let range = format!("range=custom&start={}&end={}", wall(now_ms(-45 * MIN)), wall(now_ms(15 * MIN)));
+    let alert_links = async |chart: &str| -> Result<Vec<String>> {
+        let links = h
+            .client
+            .execute(
+                "const chart = document.querySelector(arguments[0]);
+                 if (!chart) return [];
+                 chart.querySelectorAll('details.marker-group').forEach(d => d.open = true);
+                 return [...chart.querySelectorAll('a[data-kind=alert]')].map(a => a.getAttribute('href'));",
+                vec![json!(chart)],
+            )
+            .await?;
+        Ok(serde_json::from_value(links)?)
+    };
+    h.open(&format!("/demo/stats?{range}&metrics=hits"), "#time-chart svg text").await?;
+    let links = until("the alert markers on the statistics chart", 30, async || {
+        alert_links("#time-chart").await.ok().filter(|l| l.len() >= 2)
+    })
+    .await?;
+    ensure!(links.iter().all(|l| l.starts_with("/demo/alerts?tab=history&rule=")), "{links:?}");
+    h.snapshot("alerts-markers-statistics").await?;
+    h.open(&format!("/demo/security?{range}"), "#request-trends .chart svg text").await?;
+    until("the alert markers on the security charts", 30, async || {
+        alert_links("#request-trends").await.ok().filter(|l| l.len() >= 2)
+    })
+    .await?;
+    h.snapshot("alerts-markers-security").await?;
+    h.goto(&links[0]).await?;
+    h.wait_until(".page.alerts .one-rule", |t| t.contains("5xx ratio of alerts.example")).await?;
+    h.wait_until(".page.alerts tbody", |t| t.contains("resolved") && t.contains("firing")).await?;
 
     // Every tab passes axe-core; then at a phone's width with the CPU slowed 4×.
     for tab in ["firing", "rules", "history", "channels", "silences"] {

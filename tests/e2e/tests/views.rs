@@ -166,8 +166,8 @@ async fn statistics(h: &Harness) -> Result<()> {
     ensure!(csv.lines().count() > 2, "CSV rows");
     // The chart has an accessible name and its numbers as a table.
     h.wait_for("#time-chart[role=group][aria-label]").await?;
-    h.click(".chart-figure details summary").await?;
-    h.wait_for(".chart-figure details table tbody tr").await?;
+    h.click(".chart-figure details.chart-data summary").await?;
+    h.wait_for(".chart-figure details.chart-data table tbody tr").await?;
     Ok(())
 }
 
