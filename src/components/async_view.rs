@@ -85,6 +85,10 @@ pub fn AsyncView<T, F, IV>(
     /// The loading line, e.g. "Loading users…".
     #[prop(optional)]
     loading: Option<&'static str>,
+    /// Shown instead of the loading line: the content's shape, as tall as the content will be, so that its
+    /// arrival moves nothing below it (the loading line is still read out).
+    #[prop(optional)]
+    placeholder: Option<fn() -> AnyView>,
     children: F,
 ) -> impl IntoView
 where
@@ -96,12 +100,19 @@ where
         Some(t) => children(t.clone()).into_any(),
         None => ().into_any(),
     });
-    show(resource.inner, loading.unwrap_or("Loading…"), children)
+    show(resource.inner, Waiting { text: loading.unwrap_or("Loading…"), placeholder }, children)
+}
+
+/// What a read shows until its answer.
+#[derive(Clone, Copy)]
+struct Waiting {
+    text: &'static str,
+    placeholder: Option<fn() -> AnyView>,
 }
 
 fn show(
     resource: LocalResource<ApiResult<Shared>>,
-    loading: &'static str,
+    loading: Waiting,
     children: Arc<dyn Fn(&Shared) -> AnyView + Send + Sync>,
 ) -> AnyView {
     let retry = Callback::new(move |()| resource.refetch());
@@ -118,8 +129,15 @@ fn show(
     .into_any()
 }
 
-fn loading_view(text: &'static str) -> AnyView {
-    view! { <p class="muted loading" role="status">{text}</p> }.into_any()
+fn loading_view(Waiting { text, placeholder }: Waiting) -> AnyView {
+    match placeholder {
+        Some(shape) => view! {
+            <p class="sr-only" role="status">{text}</p>
+            {shape()}
+        }
+        .into_any(),
+        None => view! { <p class="muted loading" role="status">{text}</p> }.into_any(),
+    }
 }
 
 fn error_view(error: ApiError, retry: Callback<()>) -> AnyView {

@@ -151,6 +151,23 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
 }
 
+/// The figures: id, title, kind, and the explorer's query behind it.
+const META: [(&str, &str, Kind, &str); 8] = [
+    ("requests", "Requests", Kind::Count, "dims=&metrics=hits"),
+    ("bandwidth", "Bandwidth", Kind::Bytes, "dims=&metrics=last_mile_bandwidth_bytes"),
+    ("peak", "Peak bandwidth", Kind::BitsPerSecond, "dims=&metrics=last_mile_bandwidth_bytes"),
+    ("hit-ratio", "Cache hit ratio (requests)", Kind::Share, "dims=cache_status&metrics=hits"),
+    ("byte-hit-ratio", "Cache hit ratio (bytes)", Kind::Share, "dims=cache_status&metrics=last_mile_bandwidth_bytes"),
+    (
+        "offload",
+        "Origin offload (bytes)",
+        Kind::Share,
+        "dims=&metrics=last_mile_bandwidth_bytes,first_mile_bandwidth_bytes",
+    ),
+    ("4xx-rate", "4xx rate", Kind::Share, "dims=http_status_code&metrics=hits&classes=1"),
+    ("5xx-rate", "5xx rate", Kind::Share, "dims=http_status_code&metrics=hits&classes=1"),
+];
+
 /// The figures from the three answers of [`queries`] over `buckets` of `step` ms (and the previous period's
 /// answers, if asked for).
 pub fn figures(
@@ -203,26 +220,6 @@ pub fn figures(
     let span = buckets.len() as i64 * step;
     let earlier: Vec<i64> = buckets.iter().map(|t| t - span).collect();
     let previous = before.map(|b| compute(b, &earlier));
-    const META: [(&str, &str, Kind, &str); 8] = [
-        ("requests", "Requests", Kind::Count, "dims=&metrics=hits"),
-        ("bandwidth", "Bandwidth", Kind::Bytes, "dims=&metrics=last_mile_bandwidth_bytes"),
-        ("peak", "Peak bandwidth", Kind::BitsPerSecond, "dims=&metrics=last_mile_bandwidth_bytes"),
-        ("hit-ratio", "Cache hit ratio (requests)", Kind::Share, "dims=cache_status&metrics=hits"),
-        (
-            "byte-hit-ratio",
-            "Cache hit ratio (bytes)",
-            Kind::Share,
-            "dims=cache_status&metrics=last_mile_bandwidth_bytes",
-        ),
-        (
-            "offload",
-            "Origin offload (bytes)",
-            Kind::Share,
-            "dims=&metrics=last_mile_bandwidth_bytes,first_mile_bandwidth_bytes",
-        ),
-        ("4xx-rate", "4xx rate", Kind::Share, "dims=http_status_code&metrics=hits&classes=1"),
-        ("5xx-rate", "5xx rate", Kind::Share, "dims=http_status_code&metrics=hits&classes=1"),
-    ];
     current
         .into_iter()
         .enumerate()
@@ -305,7 +302,7 @@ pub fn Overview(
             data-end=move || at(|(_, r, _)| format_time(r.end))
             data-granularity=move || at(|(_, _, g)| g.as_str().to_string())
         >
-            <AsyncView resource=data loading="Loading the overview…" let:figures>
+            <AsyncView resource=data loading="Loading the overview…" placeholder=placeholders let:figures>
                 {figures.map(|figures| {
                     figures
                         .into_iter()
@@ -315,6 +312,24 @@ pub fn Overview(
             </AsyncView>
         </div>
     }
+}
+
+/// The tiles' shape while the figures load: their titles, no values (the page below does not move when the
+/// figures come).
+fn placeholders() -> AnyView {
+    META.iter()
+        .map(|(_, title, _, _)| {
+            view! {
+                <button type="button" class="tile placeholder" disabled aria-hidden="true" tabindex="-1">
+                    <span class="tile-title">{*title}</span>
+                    <span class="tile-value">"–"</span>
+                    <span class="tile-change muted">"…"</span>
+                    <span class="spark"></span>
+                </button>
+            }
+        })
+        .collect_view()
+        .into_any()
 }
 
 #[component]
