@@ -154,8 +154,9 @@ async fn a_chart_has_an_accessible_name_and_its_numbers_as_a_table() {
     tick().await;
     let de = root.query_selector(".tooltip li[data-series=DE]").unwrap().expect("DE in the tooltip");
     assert_eq!(de.get_attribute("data-value").as_deref(), Some("3"));
-    // Drawn once its width is measured, in the next animation frame.
+    // Drawn once its width is measured, in a task after the next animation frame.
     next_frame().await;
+    edge_console::components::progress::sleep(0).await;
     tick().await;
     assert!(chart.query_selector("svg[aria-hidden=true] polygon").unwrap().is_some(), "stacked areas");
     assert!(root.query_selector("table").unwrap().is_none(), "the table is built when asked for");

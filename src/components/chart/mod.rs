@@ -42,9 +42,10 @@ impl Series {
 }
 
 /// The width of the element `node` refers to, once laid out (`None` before), followed as the window changes
-/// size. Measured in the next animation frame, when the view's other changes are laid out too: reading a width
-/// right after a change forces a layout of its own, once per chart of the view. The chart is drawn once, at
-/// its width (not at a guess and then again).
+/// size. Measured in a task after the next animation frame, when the view's other changes are laid out (reading
+/// a width right after a change forces a layout of its own, once per chart of the view), and apart from that
+/// frame's layout and paint: the chart, drawn as soon as its width is known, is then a task of its own rather
+/// than one long task with the frame. The chart is drawn once, at its width (not at a guess and then again).
 fn follow_width(node: NodeRef<html::Div>) -> RwSignal<Option<u32>> {
     let width = RwSignal::new(None);
     // Also called from a frame callback that may come after the view is gone: nothing of it is touched then.
@@ -56,7 +57,7 @@ fn follow_width(node: NodeRef<html::Div>) -> RwSignal<Option<u32>> {
             }
         }
     };
-    node.on_load(move |_| request_animation_frame(measure));
+    node.on_load(move |_| request_animation_frame(move || set_timeout(measure, std::time::Duration::ZERO)));
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());
     width
