@@ -116,7 +116,7 @@ impl Core {
             return;
         }
         let records: usize = batches.iter().map(|q| q.batch.len()).sum();
-        // A panic here is a bug; the batches stay in the log, which the next start replays.
+        // A panic here is a bug; the batches stay in the log, kept for the next start to replay.
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match if batches.len() > 1 { combine(&batches) } else { None } {
                 Some((batch, maps)) => self.apply_access(tenant, &batch, &maps),
@@ -125,6 +125,7 @@ impl Core {
         }));
         if applied.is_err() {
             tracing::error!(records, "statistics: applying logged batches failed; a restart replays them from the log");
+            self.log.set_broken();
         }
         {
             let mut pending = lock(&tenant.pending);

@@ -405,6 +405,7 @@ impl StatsEngine for MemoryEngine {
         }
         // Every batch logged so far is applied once this is held, and no other is logged.
         let quiet = self.log.quiesce();
+        anyhow::ensure!(!quiet.broken(), "the statistics log holds batches not applied; restart to replay them");
         let tmp = self.dir.join("snapshot.tmp");
         if let Err(e) = self.write_snapshot(&tmp, quiet.seq()) {
             let _ = fs::remove_file(&tmp);
