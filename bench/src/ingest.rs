@@ -143,7 +143,7 @@ pub fn memory_sample(dir: &std::path::Path, file: &std::path::Path, n: u64) -> R
     let engine = MemoryEngine::open(dir, Arc::new(SystemClock))?;
     for chunk in text.lines().take(sample).collect::<Vec<_>>().chunks(RECORDS_PER_REQUEST) {
         let (batch, _) = edge_server::stats::ingest::parse_access(&chunk.join("\n"));
-        engine.ingest_access(1, &batch)?;
+        engine.ingest_access(1, &batch, None)?;
     }
     let f = engine.footprint();
     drop(engine);

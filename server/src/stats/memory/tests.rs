@@ -153,7 +153,7 @@ fn every_rollup_holds_the_sums_of_its_records_computed_directly() {
             break;
         }
         let end = (at + size).min(access.len());
-        engine.ingest_access(1, &AccessBatch::from_records(&access[at..end])).unwrap();
+        engine.ingest_access(1, &AccessBatch::from_records(&access[at..end]), None).unwrap();
         at = end;
         // Upkeep seals what the last round did not touch: later batches reopen blocks of every age.
         if i % 3 == 2 {
@@ -161,7 +161,7 @@ fn every_rollup_holds_the_sums_of_its_records_computed_directly() {
         }
     }
     for chunk in security.chunks(700) {
-        engine.ingest_security(1, &SecurityBatch::from_records(chunk)).unwrap();
+        engine.ingest_security(1, &SecurityBatch::from_records(chunk), None).unwrap();
     }
     let mut checked = 0;
     for (i, spec) in engine.specs.iter().enumerate() {
@@ -197,7 +197,7 @@ fn concurrent_small_batches_and_checkpoints_lose_nothing_on_reopening() {
                 let engine = engine.clone();
                 s.spawn(move || {
                     for batch in part.chunks(20) {
-                        engine.ingest_access(1, &AccessBatch::from_records(batch)).unwrap();
+                        engine.ingest_access(1, &AccessBatch::from_records(batch), None).unwrap();
                     }
                 });
             }
