@@ -44,10 +44,13 @@ impl Core {
 
     /// The columns of an access batch as the dictionaries take them: the 14 of the batch (by [`DIMS`] id),
     /// its country code again as `client_country_code`, and `waf_action` (ALLOW).
-    fn access_columns<'a>(b: &'a AccessBatch, allow: &'a Column) -> Vec<(usize, &'a Column)> {
+    fn access_columns(b: &AccessBatch) -> Vec<(usize, &Column)> {
+        /// The `waf_action` of every access-log record.
+        static ALLOW: std::sync::LazyLock<Column> =
+            std::sync::LazyLock::new(|| Column { values: vec!["ALLOW".into()], ids: Vec::new() });
         let mut columns: Vec<(usize, &Column)> = b.dims.iter().enumerate().collect();
         columns.push((dim_id("client_country_code").unwrap_or(0), &b.dims[4]));
-        columns.push((dim_id("waf_action").unwrap_or(0), allow));
+        columns.push((dim_id("waf_action").unwrap_or(0), &*ALLOW));
         columns
     }
 
@@ -57,8 +60,7 @@ impl Core {
 
     /// Dictionary ids of an access batch's values, by column of [`Core::access_columns`].
     pub(super) fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<limits::Encoded, IngestError> {
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
-        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b, &allow), self.limits.max_values)
+        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b), self.limits.max_values)
     }
 
     /// Dictionary ids of a security batch's values, by column (in [`SECURITY_DIMS`] order).
@@ -248,8 +250,7 @@ impl Core {
         tenant.wait_for_room();
         let _ids = read(&tenant.ids);
         let encoded = self.encode_access(&tenant, in_order)?;
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
-        let folded = encoded.folded_records(&Self::access_columns(in_order, &allow));
+        let folded = encoded.folded_records(&Self::access_columns(in_order));
         // The log keeps folded values as stored. (A country code folded only as client_country_code, whose
         // dictionary security events fill too, is folded again when the log replays.)
         let mut as_stored = None;
