@@ -5,6 +5,7 @@
 //!
 //! Here: opening (the snapshot, then the log replayed) and the [`StatsEngine`] calls. The parts: `tenant` (one
 //! customer's dictionaries, rollups, raw events and kept keys), `write` (a batch encoded, logged and summed),
+//! `applier` (access batches summed after the answer, several at once),
 //! `aggregate` (the sums, rollup from rollup), `block` (one bucket's rows), `query`, `limits` (what bounds a
 //! customer's memory), `keys` (idempotency keys), `wal` (the log), `snapshot`, and `codec` (the binary
 //! encoding both write).
@@ -117,6 +118,7 @@ impl Drop for MemoryEngine {
     }
 }
 
+/// What the engine holds: the customers' statistics, the log, the plans and the applier's queue.
 pub struct Core {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
