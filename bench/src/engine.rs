@@ -51,7 +51,7 @@ pub fn run(args: &Args) -> Result<()> {
         anyhow::ensure!(rejected.count() == 0, "rejected lines");
         parsing += process_cpu() - t;
         let t = process_cpu();
-        engine.ingest_access(1, &batch)?;
+        engine.ingest_access(1, &batch, None)?;
         storing += process_cpu() - t;
     }
     let wall = wall.elapsed().as_secs_f64();

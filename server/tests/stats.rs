@@ -909,8 +909,8 @@ fn a_snapshot_of_the_previous_version_loads_and_answers_as_its_records_ingested_
     let new_dir = tempfile::tempdir().unwrap();
     let new = MemoryEngine::open(new_dir.path(), clock()).unwrap();
     let read = |name: &str| std::fs::read_to_string(format!("{OLD_SNAPSHOT}/{name}")).unwrap();
-    new.ingest_access(1, &parse_access(&read("access.ndjson")).0).unwrap();
-    new.ingest_security(1, &parse_security(&read("security.ndjson")).0).unwrap();
+    new.ingest_access(1, &parse_access(&read("access.ndjson")).0, None).unwrap();
+    new.ingest_security(1, &parse_security(&read("security.ndjson")).0, None).unwrap();
     let mut families = vec![Family::Delivery, Family::TopKUrl, Family::WafTrends, Family::RequestTrends];
     families.push(Family::ShapingTrends);
     families.extend(WAF_CATEGORIES.iter().map(|(c, _)| Family::WafTopK(c)));

@@ -116,8 +116,8 @@ pub async fn ingest(
     let mut folded: Vec<(&'static str, u64)> = Vec::new();
     for (f, first, (batch, bad)) in batches {
         let (n, stored) = match &batch {
-            Parsed::Access(b) => (b.len(), state.stats.ingest_access(c.id, b)?),
-            Parsed::Security(b) => (b.len(), state.stats.ingest_security(c.id, b)?),
+            Parsed::Access(b) => (b.len(), state.stats.ingest_access(c.id, b, None)?),
+            Parsed::Security(b) => (b.len(), state.stats.ingest_security(c.id, b, None)?),
         };
         for (dimension, records) in stored.folded {
             match folded.iter_mut().find(|(d, _)| *d == dimension) {

@@ -344,10 +344,10 @@ pub fn seed(
         }
         t += step;
         if batch.len() >= 20_000 || t >= end {
-            engine.ingest_access(customer, &AccessBatch::from_records(&batch))?;
+            engine.ingest_access(customer, &AccessBatch::from_records(&batch), None)?;
             n_access += batch.len() as u64;
             batch.clear();
-            engine.ingest_security(customer, &SecurityBatch::from_records(&events))?;
+            engine.ingest_security(customer, &SecurityBatch::from_records(&events), None)?;
             n_security += events.len() as u64;
             events.clear();
         }

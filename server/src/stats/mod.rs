@@ -156,27 +156,22 @@ pub struct Footprint {
 
 pub trait StatsEngine: Send + Sync + 'static {
     /// Stores a batch of parsed access-log records; durable when it returns Ok. On an error nothing of the
-    /// batch is stored.
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError>;
-    /// Stores a batch of parsed security events; durable when it returns Ok. On an error nothing of the batch
-    /// is stored.
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError>;
-    /// [`StatsEngine::ingest_access`] of a batch sent with an `Idempotency-Key`: the batch and the key are
+    /// batch is stored. A batch sent with an `Idempotency-Key` comes with its `key`: the batch and the key are
     /// stored together (both or neither, also across a crash), so that [`StatsEngine::kept`] finds the key
     /// exactly when the batch is stored. The caller has checked that the key is not kept already, and holds
     /// it alone in this process.
-    fn ingest_access_keyed(
+    fn ingest_access(
         &self,
         customer: CustomerId,
         batch: &AccessBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError>;
-    /// [`StatsEngine::ingest_access_keyed`] for security events.
-    fn ingest_security_keyed(
+    /// [`StatsEngine::ingest_access`] for security events.
+    fn ingest_security(
         &self,
         customer: CustomerId,
         batch: &SecurityBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError>;
     /// What is kept of the batch stored with `key` for this customer and endpoint, if any.
     fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError>;

@@ -221,30 +221,22 @@ impl ClickHouseEngine {
 }
 
 impl StatsEngine for ClickHouseEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
-        self.store_access(customer, batch, None)
-    }
-
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
-        self.store_security(customer, batch, None)
-    }
-
-    fn ingest_access_keyed(
+    fn ingest_access(
         &self,
         customer: CustomerId,
         batch: &AccessBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        self.store_access(customer, batch, Some(key))
+        self.store_access(customer, batch, key)
     }
 
-    fn ingest_security_keyed(
+    fn ingest_security(
         &self,
         customer: CustomerId,
         batch: &SecurityBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        self.store_security(customer, batch, Some(key))
+        self.store_security(customer, batch, key)
     }
 
     fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {

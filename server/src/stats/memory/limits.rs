@@ -163,6 +163,7 @@ pub(super) fn compact_dictionaries(tenant: &Tenant, specs: &[Spec], max_values: 
     // No batch between its encoding and its application, then every lock of the customer, in the engine's
     // order (dictionaries, rollups, events).
     let _ids = write(&tenant.ids);
+    tenant.settle();
     let mut dicts = write(&tenant.dicts);
     let mut rollups: Vec<_> = tenant.rollups.iter().map(write).collect();
     let mut events = write(&tenant.events);

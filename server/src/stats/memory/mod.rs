@@ -5,6 +5,7 @@
 //!
 //! Here: opening (the snapshot, then the log replayed) and the [`StatsEngine`] calls. The parts: `tenant` (one
 //! customer's dictionaries, rollups, raw events and kept keys), `write` (a batch encoded, logged and summed),
+//! `applier` (access batches summed after the answer, several at once),
 //! `aggregate` (the sums, rollup from rollup), `block` (one bucket's rows), `query`, `limits` (what bounds a
 //! customer's memory), `keys` (idempotency keys), `wal` (the log), `snapshot`, and `codec` (the binary
 //! encoding both write).
@@ -29,6 +30,7 @@ use super::{
 use crate::{clock::Clock, store::CustomerId};
 
 mod aggregate;
+mod applier;
 mod block;
 mod codec;
 mod keys;
@@ -92,7 +94,32 @@ fn security_mapping(spec: &Spec) -> Option<Mapping> {
     Some(Mapping { records, dims: spec.dims.iter().map(|d| (col(*d), col(*d))).collect(), metrics: vec![0] })
 }
 
+/// The engine: its state, shared with the thread that applies logged access batches ([`applier`]).
 pub struct MemoryEngine {
+    core: Arc<Core>,
+    applier: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::ops::Deref for MemoryEngine {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl Drop for MemoryEngine {
+    /// Applies what is queued, then stops the applier.
+    fn drop(&mut self) {
+        self.core.ready.stop();
+        if let Some(applier) = self.applier.take() {
+            let _ = applier.join();
+        }
+    }
+}
+
+/// What the engine holds: the customers' statistics, the log, the plans and the applier's queue.
+pub struct Core {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
@@ -106,6 +133,8 @@ pub struct MemoryEngine {
     security_plan: Plan,
     /// Tables of past batches, kept with their capacity for the next ones.
     work: Mutex<Vec<Work>>,
+    /// Customers with logged access batches waiting to be applied.
+    ready: applier::Ready,
 }
 
 /// A checkpoint is taken by the upkeep when the log grows past this.
@@ -138,7 +167,7 @@ impl MemoryEngine {
                 .with_context(|| format!("loading {}", snapshot.display()))?;
         }
         let wal_path = dir.join("wal.bin");
-        let mut engine = MemoryEngine {
+        let mut engine = Core {
             dir,
             clock,
             tenants: RwLock::new(HashMap::new()),
@@ -147,6 +176,7 @@ impl MemoryEngine {
             access_plan: Plan::new(&specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping),
             security_plan: Plan::new(&specs, 1, None, security_mapping),
             work: Mutex::new(Vec::new()),
+            ready: applier::Ready::default(),
             specs,
         };
         {
@@ -161,9 +191,13 @@ impl MemoryEngine {
         file.set_len(valid_len)?;
         file.sync_all()?;
         engine.log = Log::open(wal_path, seq.max(applied), valid_len)?;
-        Ok(engine)
+        let core = Arc::new(engine);
+        let applier = applier::start(core.clone())?;
+        Ok(MemoryEngine { core, applier: Some(applier) })
     }
+}
 
+impl Core {
     /// Applies the log's batches after `applied`; returns the last sequence number and the length of the valid
     /// part of the log.
     fn replay(&self, path: &Path, applied: u64) -> anyhow::Result<(u64, u64)> {
@@ -263,33 +297,31 @@ impl MemoryEngine {
     fn existing_tenant(&self, customer: CustomerId) -> Option<Arc<Tenant>> {
         read(&self.tenants).get(&customer).cloned()
     }
+
+    /// Waits until every access batch acknowledged so far is applied (see [`Tenant::settle`]).
+    pub fn settle(&self) {
+        let tenants: Vec<_> = read(&self.tenants).values().cloned().collect();
+        tenants.iter().for_each(|t| t.settle());
+    }
 }
 
 impl StatsEngine for MemoryEngine {
-    fn ingest_access(&self, customer: CustomerId, batch: &AccessBatch) -> Result<Stored, IngestError> {
-        self.store_access(customer, batch, None)
-    }
-
-    fn ingest_security(&self, customer: CustomerId, batch: &SecurityBatch) -> Result<Stored, IngestError> {
-        self.store_security(customer, batch, None)
-    }
-
-    fn ingest_access_keyed(
+    fn ingest_access(
         &self,
         customer: CustomerId,
         batch: &AccessBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        self.store_access(customer, batch, Some(key))
+        self.store_access(customer, batch, key)
     }
 
-    fn ingest_security_keyed(
+    fn ingest_security(
         &self,
         customer: CustomerId,
         batch: &SecurityBatch,
-        key: &Keyed,
+        key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        self.store_security(customer, batch, Some(key))
+        self.store_security(customer, batch, key)
     }
 
     fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
@@ -300,6 +332,7 @@ impl StatsEngine for MemoryEngine {
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
         let tenant = self.existing_tenant(customer).unwrap_or_else(|| Arc::new(Tenant::new(self.specs.len())));
+        tenant.settle();
         if query.family != Family::Events {
             return self.query_rollups(&tenant, customer_name, query);
         }
@@ -366,6 +399,7 @@ impl StatsEngine for MemoryEngine {
         }
         // Every batch logged so far is applied once this is held, and no other is logged.
         let quiet = self.log.quiesce();
+        anyhow::ensure!(!quiet.broken(), "the statistics log holds batches not applied; restart to replay them");
         let tmp = self.dir.join("snapshot.tmp");
         if let Err(e) = self.write_snapshot(&tmp, quiet.seq()) {
             let _ = fs::remove_file(&tmp);
@@ -393,6 +427,7 @@ impl StatsEngine for MemoryEngine {
     }
 
     fn footprint(&self) -> Footprint {
+        self.settle();
         let mut f = Footprint::default();
         for t in read(&self.tenants).values() {
             let one = t.footprint();
@@ -404,6 +439,7 @@ impl StatsEngine for MemoryEngine {
     }
 
     fn usage(&self) -> Vec<Usage> {
+        self.settle();
         let tenants: Vec<_> = read(&self.tenants).iter().map(|(id, t)| (*id, t.clone())).collect();
         let mut usage: Vec<Usage> = tenants.iter().map(|(id, t)| limits::usage(*id, t, t.footprint().bytes)).collect();
         usage.sort_by_key(|u| u.customer);

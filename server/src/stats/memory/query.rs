@@ -12,7 +12,7 @@ use super::{
         Answer, Cell, DIMS, QueryError,
         rollups::{Conditions, METRICS, Target, answer_columns, dim_id, is_int, metric_index},
     },
-    EVENT_DIMS, MemoryEngine,
+    Core, EVENT_DIMS,
     block::Block,
     tenant::{Dict, Events, Tenant, read},
 };
@@ -200,7 +200,7 @@ impl TopK {
     }
 }
 
-impl MemoryEngine {
+impl Core {
     pub(super) fn query_rollups(&self, t: &Tenant, customer: &str, q: &Query) -> Result<Answer, QueryError> {
         let target = Target::of(&self.specs, q, self.clock.now_ms())?;
         let (granularity, whole_range, spec_index, aggregate) =

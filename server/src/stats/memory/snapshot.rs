@@ -11,7 +11,7 @@ use std::{
 use anyhow::Context;
 
 use super::{
-    MAX_IDS, MemoryEngine,
+    Core, MAX_IDS,
     block::Block,
     codec::{Dec, Decode, Enc, Stream},
     keys,
@@ -24,7 +24,7 @@ pub(super) const SNAPSHOT_MAGIC_V1: u32 = 0x4544_4753;
 /// Snapshots whose tenants end with their kept keys.
 pub(super) const SNAPSHOT_MAGIC: u32 = 0x4544_4754;
 
-impl MemoryEngine {
+impl Core {
     /// Writes every tenant, as of log sequence `seq`, to `path` and syncs it.
     pub(super) fn write_snapshot(&self, path: &Path, seq: u64) -> anyhow::Result<()> {
         let file = File::create(path)?;

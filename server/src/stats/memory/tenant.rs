@@ -2,13 +2,14 @@
 //! security events and the kept idempotency keys, each behind a lock of its own; and the lock helpers, which
 //! take the data of a lock poisoned by a panic as it is.
 
-use std::sync::{Arc, Mutex, RwLock, atomic::AtomicU64};
+use std::sync::{Arc, Condvar, Mutex, RwLock, atomic::AtomicU64};
 
 use rustc_hash::FxHashMap;
 
 use super::{
     super::{DIMS, Footprint},
     EVENT_DIMS,
+    applier::Pending,
     block::Rollup,
     keys,
 };
@@ -98,8 +99,11 @@ pub(super) struct Tenant {
     /// Held (shared) by a batch from its encoding to its application, and (alone) by the compaction of the
     /// dictionaries, which renumbers the ids a batch in between was encoded with.
     pub(super) ids: RwLock<()>,
-    /// Keys of the batches stored with an `Idempotency-Key` (each changed with its batch applied).
+    /// Keys of the batches stored with an `Idempotency-Key` (each kept as its batch is logged).
     pub(super) keys: Mutex<keys::Keys>,
+    /// Access batches logged and not yet applied; `settled` is signalled as they are.
+    pub(super) pending: Mutex<Pending>,
+    pub(super) settled: Condvar,
 }
 
 impl Tenant {
@@ -112,6 +116,18 @@ impl Tenant {
             folded: new_folded_counters(),
             ids: RwLock::new(()),
             keys: Mutex::new(keys::Keys::default()),
+            pending: Mutex::new(Pending::default()),
+            settled: Condvar::new(),
+        }
+    }
+
+    /// Returns once every access batch logged before the call is applied: what a reader calls first, so that
+    /// it sees every batch acknowledged before it asked.
+    pub(super) fn settle(&self) {
+        let mut pending = lock(&self.pending);
+        let target = pending.logged;
+        while pending.applied < target {
+            pending = self.settled.wait(pending).unwrap_or_else(|e| e.into_inner());
         }
     }
 

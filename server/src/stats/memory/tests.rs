@@ -121,6 +121,7 @@ fn expected(spec: &Spec, access: &[AccessRecord], security: &[SecurityRecord]) -
 
 fn stored(engine: &MemoryEngine, customer: CustomerId, spec: usize) -> Rows {
     let t = engine.existing_tenant(customer).unwrap();
+    t.settle();
     let dicts = read(&t.dicts);
     let rollup = read(&t.rollups[spec]);
     let mut rows = Rows::new();
@@ -152,7 +153,7 @@ fn every_rollup_holds_the_sums_of_its_records_computed_directly() {
             break;
         }
         let end = (at + size).min(access.len());
-        engine.ingest_access(1, &AccessBatch::from_records(&access[at..end])).unwrap();
+        engine.ingest_access(1, &AccessBatch::from_records(&access[at..end]), None).unwrap();
         at = end;
         // Upkeep seals what the last round did not touch: later batches reopen blocks of every age.
         if i % 3 == 2 {
@@ -160,7 +161,7 @@ fn every_rollup_holds_the_sums_of_its_records_computed_directly() {
         }
     }
     for chunk in security.chunks(700) {
-        engine.ingest_security(1, &SecurityBatch::from_records(chunk)).unwrap();
+        engine.ingest_security(1, &SecurityBatch::from_records(chunk), None).unwrap();
     }
     let mut checked = 0;
     for (i, spec) in engine.specs.iter().enumerate() {
@@ -196,7 +197,7 @@ fn concurrent_small_batches_and_checkpoints_lose_nothing_on_reopening() {
                 let engine = engine.clone();
                 s.spawn(move || {
                     for batch in part.chunks(20) {
-                        engine.ingest_access(1, &AccessBatch::from_records(batch)).unwrap();
+                        engine.ingest_access(1, &AccessBatch::from_records(batch), None).unwrap();
                     }
                 });
             }
@@ -208,6 +209,57 @@ fn concurrent_small_batches_and_checkpoints_lose_nothing_on_reopening() {
     for (i, spec) in engine.specs.iter().enumerate() {
         if matches!(spec.kind, Kind::Delivery | Kind::TopKUrl) {
             assert_eq!(stored(&engine, 1, i), expected(spec, &records, &[]), "{spec:?}");
+        }
+    }
+}
+
+/// Each rollup's rows of `customer` in the order they are stored: bucket, dictionary ids, sums.
+fn in_stored_order(engine: &MemoryEngine, customer: CustomerId, spec: usize) -> Vec<(i64, Vec<u32>, Vec<u64>)> {
+    let t = engine.existing_tenant(customer).unwrap();
+    t.settle();
+    let rollup = read(&t.rollups[spec]);
+    let mut rows = Vec::new();
+    for (bucket, block) in &rollup.blocks {
+        for r in 0..block.len() {
+            let key = (0..engine.specs[spec].dims.len()).map(|c| block.dim(c).get(r)).collect();
+            rows.push((*bucket, key, (0..block.n_metrics()).map(|c| block.metric(c).get(r)).collect()));
+        }
+    }
+    rows
+}
+
+#[test]
+fn batches_summed_together_store_the_rows_each_alone_would_in_the_same_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = MemoryEngine::open(dir.path(), Arc::new(ManualClock::at(T0))).unwrap();
+    let mut rng = Rng(11);
+    let records = access(&mut rng, 4000);
+    let batches: Vec<AccessBatch> = [1, 900, 37, 2000, 1062]
+        .iter()
+        .scan(0, |at, n| {
+            let batch = AccessBatch::from_records(&records[*at..*at + n]);
+            *at += n;
+            Some(batch.by_time().unwrap_or(batch))
+        })
+        .collect();
+    // Customer 1 applies each batch alone, customer 2 all at once; both encode them in the same order, so
+    // their dictionaries give every value the same id.
+    let (alone, together) = (engine.tenant(1), engine.tenant(2));
+    let mut queued = Vec::new();
+    for batch in &batches {
+        let maps = engine.encode_access(&alone, batch).unwrap().maps;
+        engine.apply_access(&alone, batch, &maps);
+        let maps = engine.encode_access(&together, batch).unwrap().maps;
+        queued.push(applier::Queued { batch: batch.clone(), maps });
+    }
+    let (batch, maps) = applier::combine(&queued).unwrap();
+    assert_eq!(batch.len(), records.len());
+    engine.apply_access(&together, &batch, &maps);
+    for (i, spec) in engine.specs.iter().enumerate() {
+        if matches!(spec.kind, Kind::Delivery | Kind::TopKUrl | Kind::RequestTrend) {
+            let want = in_stored_order(&engine, 1, i);
+            assert!(!want.is_empty(), "{spec:?}");
+            assert_eq!(in_stored_order(&engine, 2, i), want, "{spec:?}");
         }
     }
 }

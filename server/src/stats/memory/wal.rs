@@ -53,13 +53,17 @@ pub(super) struct State {
 /// A synced batch being applied: a checkpoint waits until it is dropped.
 pub(super) struct Applying<'a>(&'a Log);
 
+impl Applying<'_> {
+    /// Leaves the batch counted as being applied after this is dropped: whoever applies it later calls
+    /// [`Log::applied`].
+    pub(super) fn detach(self) {
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for Applying<'_> {
     fn drop(&mut self) {
-        let mut state = self.0.lock();
-        state.unapplied -= 1;
-        if state.unapplied == 0 {
-            self.0.changed.notify_all();
-        }
+        self.0.applied(1);
     }
 }
 
@@ -171,6 +175,22 @@ impl Log {
 
     /// Waits until every batch queued so far is written and applied, and holds new ones back until the
     /// returned guard is given to [`Log::emptied`] or dropped.
+    /// A logged batch could not be applied: no batch is let in, and no checkpoint empties the log, until a
+    /// restart replays it.
+    pub(super) fn set_broken(&self) {
+        self.lock().broken = true;
+        self.changed.notify_all();
+    }
+
+    /// `n` batches logged and [detached](Applying::detach) are applied.
+    pub(super) fn applied(&self, n: usize) {
+        let mut state = self.lock();
+        state.unapplied -= n;
+        if state.unapplied == 0 {
+            self.changed.notify_all();
+        }
+    }
+
     pub(super) fn quiesce(&self) -> Quiet<'_> {
         let mut state = self.lock();
         while state.checkpointing {
@@ -196,6 +216,11 @@ impl Quiet<'_> {
     }
 
     /// Empties the log: everything in it is in a snapshot now.
+    /// Whether the log must be kept for a restart (see [`Log::set_broken`]).
+    pub(super) fn broken(&self) -> bool {
+        self.state.as_ref().is_some_and(|s| s.broken)
+    }
+
     pub(super) fn emptied(mut self) -> anyhow::Result<()> {
         let Some(state) = self.state.as_mut() else { return Ok(()) };
         state.file.set_len(0)?;

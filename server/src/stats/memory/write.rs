@@ -11,8 +11,9 @@ use super::{
         ingest::Column,
         rollups::{EVENT_DAYS, day_start, ids, kind_of},
     },
-    EVENT_DIMS, ID_BITS, MAX_IDS, MemoryEngine,
+    Core, EVENT_DIMS, ID_BITS, MAX_IDS,
     aggregate::{self, Horizon, Input, Metrics, Records, Work},
+    applier::Queued,
     codec::{
         Enc, KIND_ACCESS, KIND_ACCESS_KEYED, KIND_SECURITY, KIND_SECURITY_KEYED, wire_access_into, wire_security_into,
     },
@@ -21,7 +22,7 @@ use super::{
 };
 use crate::store::CustomerId;
 
-impl MemoryEngine {
+impl Core {
     /// Logs a batch durably (group commit with concurrent requests), then runs `apply`, registered as
     /// applying, so that a checkpoint never falls between a logged batch and its application (batches of
     /// concurrent requests are applied at the same time, rollup by rollup). `apply` cannot fail: whatever
@@ -43,10 +44,13 @@ impl MemoryEngine {
 
     /// The columns of an access batch as the dictionaries take them: the 14 of the batch (by [`DIMS`] id),
     /// its country code again as `client_country_code`, and `waf_action` (ALLOW).
-    fn access_columns<'a>(b: &'a AccessBatch, allow: &'a Column) -> Vec<(usize, &'a Column)> {
+    fn access_columns(b: &AccessBatch) -> Vec<(usize, &Column)> {
+        /// The `waf_action` of every access-log record.
+        static ALLOW: std::sync::LazyLock<Column> =
+            std::sync::LazyLock::new(|| Column { values: vec!["ALLOW".into()], ids: Vec::new() });
         let mut columns: Vec<(usize, &Column)> = b.dims.iter().enumerate().collect();
         columns.push((dim_id("client_country_code").unwrap_or(0), &b.dims[4]));
-        columns.push((dim_id("waf_action").unwrap_or(0), allow));
+        columns.push((dim_id("waf_action").unwrap_or(0), &*ALLOW));
         columns
     }
 
@@ -54,10 +58,9 @@ impl MemoryEngine {
         b.dims.iter().enumerate().map(|(i, c)| (dim_id(EVENT_DIMS[i]).unwrap_or(0), c)).collect()
     }
 
-    /// Dictionary ids of an access batch's values, by column of [`MemoryEngine::access_columns`].
+    /// Dictionary ids of an access batch's values, by column of [`Core::access_columns`].
     pub(super) fn encode_access(&self, tenant: &Tenant, b: &AccessBatch) -> Result<limits::Encoded, IngestError> {
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
-        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b, &allow), self.limits.max_values)
+        limits::encode(&mut write(&tenant.dicts), &Self::access_columns(b), self.limits.max_values)
     }
 
     /// Dictionary ids of a security batch's values, by column (in [`SECURITY_DIMS`] order).
@@ -228,7 +231,7 @@ fn in_parts(n: usize, apply: impl Fn((usize, usize)) + Sync) {
     });
 }
 
-impl MemoryEngine {
+impl Core {
     /// Stores an access batch, and with it `key` if there is one (in the same log record, kept as the batch
     /// is applied).
     pub(super) fn store_access(
@@ -241,30 +244,31 @@ impl MemoryEngine {
             return Ok(Stored::default());
         }
         let sorted = batch.by_time();
-        let batch = sorted.as_ref().unwrap_or(batch);
+        let in_order = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         limits::room(&tenant, &self.limits)?;
+        tenant.wait_for_room();
         let _ids = read(&tenant.ids);
-        let encoded = self.encode_access(&tenant, batch)?;
-        let allow = Column { values: vec!["ALLOW".into()], ids: Vec::new() };
-        let folded = encoded.folded_records(&Self::access_columns(batch, &allow));
+        let encoded = self.encode_access(&tenant, in_order)?;
+        let folded = encoded.folded_records(&Self::access_columns(in_order));
         // The log keeps folded values as stored. (A country code folded only as client_country_code, whose
         // dictionary security events fill too, is folded again when the log replays.)
         let mut as_stored = None;
-        for (c, column) in batch.dims.iter().enumerate() {
+        for (c, column) in in_order.dims.iter().enumerate() {
             if let Some(stored) = encoded.as_stored(c, c, column) {
-                as_stored.get_or_insert_with(|| batch.clone()).dims[c] = stored;
+                as_stored.get_or_insert_with(|| in_order.clone()).dims[c] = stored;
             }
         }
         let stored = Stored { folded: folded.iter().map(|(d, n)| (DIMS[*d], *n)).collect() };
-        let (kind, mut wire, entry) = self.keyed(KIND_ACCESS, KIND_ACCESS_KEYED, key, batch.len(), &stored);
-        wire_access_into(&mut wire, as_stored.as_ref().unwrap_or(batch));
+        let (kind, mut wire, entry) = self.keyed(KIND_ACCESS, KIND_ACCESS_KEYED, key, in_order.len(), &stored);
+        wire_access_into(&mut wire, as_stored.as_ref().unwrap_or(in_order));
         drop(as_stored);
-        let apply = || {
-            self.apply_access(&tenant, batch, &encoded.maps);
-            self.keep(&tenant, entry);
-        };
-        self.logged(kind, customer, batch.len(), wire.0, apply)?;
+        // Logged, then queued for the applier (see `applier`): the key is kept now, so that a retry finds it.
+        self.log.commit(kind, customer, in_order.len(), &wire.0)?.detach();
+        drop(wire);
+        self.keep(&tenant, entry);
+        let batch = sorted.unwrap_or_else(|| batch.clone());
+        self.enqueue(&tenant, Queued { batch, maps: encoded.maps });
         limits::count_folded(&tenant, &folded);
         Ok(stored)
     }
@@ -308,6 +312,8 @@ impl MemoryEngine {
         let batch = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         limits::room(&tenant, &self.limits)?;
+        // Applied after the access batches acknowledged before it, as it would be were they applied at once.
+        tenant.settle();
         let _ids = read(&tenant.ids);
         let encoded = self.encode_security(&tenant, batch)?;
         let folded = encoded.folded_records(&Self::security_columns(batch));

@@ -235,7 +235,7 @@ async fn ingest_with<B: Send + 'static>(
 /// Declares an ingestion operation: both take and answer the same, but for what a line holds and where it is
 /// stored.
 macro_rules! ingest_route {
-    ($(#[$doc:meta])* $name:ident $path:literal, $line:literal, $endpoint:expr, $parse:path, $store:ident, $store_keyed:ident) => {
+    ($(#[$doc:meta])* $name:ident $path:literal, $line:literal, $endpoint:expr, $parse:path, $store:ident) => {
         $(#[$doc])*
         #[utoipa::path(post, path = $path, tag = "ingestion",
             params(("Idempotency-Key" = Option<String>, Header, description = "Optional: 1 to 200 printable ASCII characters naming this chunk (e.g. file and offset), scoped to the customer and the endpoint. A chunk stored with a key is stored once: a retry with the same key and body stores nothing and gets the first answer again (with Idempotent-Replayed: true), also after a crash of the server or of the statistics database in the middle of the first attempt. Keys are kept at least 24 hours (the embedded engine keeps at most 100,000 a customer, forgetting the oldest first); a body with no valid record keeps no key. Without the header a retry stores the chunk again.")),
@@ -258,11 +258,7 @@ macro_rules! ingest_route {
             body: Bytes,
         ) -> AppResult<Response> {
             ingest_with(&state, &caller, &headers, body, $endpoint, $parse, |e, c, b, k| {
-                let stored = match k {
-                    Some(k) => e.$store_keyed(c, b, k),
-                    None => e.$store(c, b),
-                };
-                stored.map(|stored| (b.len() as u64, stored))
+                e.$store(c, b, k).map(|stored| (b.len() as u64, stored))
             })
             .await
         }
@@ -273,12 +269,12 @@ ingest_route!(
     /// Ingest access-log records: NDJSON, one record per line (see docs/api.md). Good lines are stored (durably,
     /// before the answer) even when others are rejected.
     ingest_access "/ingest/accesslogs", "One access-log record per line",
-    Endpoint::AccessLogs, ingest::parse_access, ingest_access, ingest_access_keyed
+    Endpoint::AccessLogs, ingest::parse_access, ingest_access
 );
 ingest_route!(
     /// Ingest security events: NDJSON, one event per line (see docs/api.md).
     ingest_security "/ingest/securityevents", "One security event per line",
-    Endpoint::SecurityEvents, ingest::parse_security, ingest_security, ingest_security_keyed
+    Endpoint::SecurityEvents, ingest::parse_security, ingest_security
 );
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
