@@ -11,30 +11,13 @@ use rustc_hash::FxHashMap;
 
 use super::{
     Core,
-    tenant::{Tenant, lock},
+    tenant::{Queued, Tenant, lock},
 };
 use crate::stats::AccessBatch;
 
 /// Records a customer may have logged and not yet applied; a request past it waits until the applier catches
 /// up. About what the applier sums at once when requests come faster than it sums them.
 pub(super) const MAX_PENDING_RECORDS: usize = 100_000;
-
-/// A logged access batch waiting to be applied: its records and its columns' dictionary ids.
-pub(super) struct Queued {
-    pub(super) batch: AccessBatch,
-    pub(super) maps: Vec<Vec<u32>>,
-}
-
-/// A customer's queue.
-#[derive(Default)]
-pub(super) struct Pending {
-    pub(super) batches: Vec<Queued>,
-    /// Records queued or being applied.
-    pub(super) records: usize,
-    /// Batches queued since start, and applied.
-    pub(super) logged: u64,
-    pub(super) applied: u64,
-}
 
 /// The customers with queued batches, and whether the engine is closing.
 #[derive(Default)]

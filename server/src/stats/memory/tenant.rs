@@ -7,9 +7,8 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, atomic::AtomicU64};
 use rustc_hash::FxHashMap;
 
 use super::{
-    super::{DIMS, Footprint},
+    super::{AccessBatch, DIMS, Footprint},
     EVENT_DIMS,
-    applier::Pending,
     block::Rollup,
     keys,
 };
@@ -84,6 +83,23 @@ impl Events {
         }
         self.sorted = true;
     }
+}
+
+/// A logged access batch waiting to be applied: its records and its columns' dictionary ids.
+pub(super) struct Queued {
+    pub(super) batch: AccessBatch,
+    pub(super) maps: Vec<Vec<u32>>,
+}
+
+/// A customer's queue.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) batches: Vec<Queued>,
+    /// Records queued or being applied.
+    pub(super) records: usize,
+    /// Batches queued since start, and applied.
+    pub(super) logged: u64,
+    pub(super) applied: u64,
 }
 
 /// One customer's statistics. Each part has a lock of its own, so that a query waits only while the rollup

@@ -250,7 +250,7 @@ fn batches_summed_together_store_the_rows_each_alone_would_in_the_same_order() {
         let maps = engine.encode_access(&alone, batch).unwrap().maps;
         engine.apply_access(&alone, batch, &maps);
         let maps = engine.encode_access(&together, batch).unwrap().maps;
-        queued.push(applier::Queued { batch: batch.clone(), maps });
+        queued.push(tenant::Queued { batch: batch.clone(), maps });
     }
     let (batch, maps) = applier::combine(&queued).unwrap();
     assert_eq!(batch.len(), records.len());

@@ -13,12 +13,11 @@ use super::{
     },
     Core, EVENT_DIMS, ID_BITS, MAX_IDS,
     aggregate::{self, Horizon, Input, Metrics, Records, Work},
-    applier::Queued,
     codec::{
         Enc, KIND_ACCESS, KIND_ACCESS_KEYED, KIND_SECURITY, KIND_SECURITY_KEYED, wire_access_into, wire_security_into,
     },
     keys, limits,
-    tenant::{Tenant, lock, read, write},
+    tenant::{Queued, Tenant, lock, read, write},
 };
 use crate::store::CustomerId;
 
