@@ -120,22 +120,13 @@ fn expected(spec: &Spec, access: &[AccessRecord], security: &[SecurityRecord]) -
 }
 
 fn stored(engine: &MemoryEngine, customer: CustomerId, spec: usize) -> Rows {
+    let ordered = in_stored_order(engine, customer, spec);
     let t = engine.existing_tenant(customer).unwrap();
-    t.settle();
     let dicts = read(&t.dicts);
-    let rollup = read(&t.rollups[spec]);
     let mut rows = Rows::new();
-    for (bucket, block) in &rollup.blocks {
-        for r in 0..block.len() {
-            let key = engine.specs[spec]
-                .dims
-                .iter()
-                .enumerate()
-                .map(|(c, d)| dicts[*d].value(block.dim(c).get(r)).to_string())
-                .collect();
-            let metrics = (0..block.n_metrics()).map(|c| block.metric(c).get(r)).collect();
-            assert!(rows.insert((*bucket, key), metrics).is_none(), "a key stored twice");
-        }
+    for (bucket, ids, metrics) in ordered {
+        let key = engine.specs[spec].dims.iter().zip(ids).map(|(d, id)| dicts[*d].value(id).to_string()).collect();
+        assert!(rows.insert((bucket, key), metrics).is_none(), "a key stored twice");
     }
     rows
 }
