@@ -231,8 +231,8 @@ fn in_parts(n: usize, apply: impl Fn((usize, usize)) + Sync) {
 }
 
 impl Core {
-    /// Stores an access batch, and with it `key` if there is one (in the same log record, kept as the batch
-    /// is applied).
+    /// Stores an access batch, and with it `key` if there is one (in the same log record, kept once the batch
+    /// is logged); the batch is summed by the applier (see `applier`).
     pub(super) fn store_access(
         &self,
         customer: CustomerId,
