@@ -4,7 +4,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use edge_api::stats::{Granularity, QueryEcho, StatsColumn, StatsResponse};
-use edge_console::pages::stats::{View, grouping_state, to_csv};
+use edge_console::pages::stats::{Figure, Kind, View, grouping_state, to_csv};
 use serde_json::json;
 use wasm_bindgen_test::*;
 
@@ -112,4 +112,29 @@ fn csv_export_neutralises_what_a_spreadsheet_would_run_as_a_formula() {
         csv(["actor".to_string(), "operation".to_string()], rows),
         "actor,operation\n'=cmd|' /C calc'!A0,login.failure\n'+1+1,'@SUM(A1:A9)\n'-2+3,'\t=1\n\"'\r=1\",plain\n-5,+1.5\n"
     );
+}
+
+#[wasm_bindgen_test]
+fn an_overview_change_that_rounds_to_nothing_reads_plus_minus_zero_and_is_neither_up_nor_down() {
+    let figure = |kind, value, previous| Figure {
+        id: "5xx-rate",
+        title: "5xx rate",
+        kind,
+        value,
+        previous: Some(previous),
+        spark: Vec::new(),
+        explore: "",
+    };
+    // A share's change in percentage points, to a tenth: 1.40% after 1.42% is −0.02 pp, shown as no change.
+    let flat = figure(Kind::Share, 0.0140, 0.0142);
+    assert_eq!(flat.change_text().as_deref(), Some("±0 pp"));
+    assert_eq!(flat.direction(), Some(std::cmp::Ordering::Equal));
+    let down = figure(Kind::Share, 0.0140, 0.0160);
+    assert_eq!(down.change_text().as_deref(), Some("−0.2 pp"));
+    assert_eq!(down.direction(), Some(std::cmp::Ordering::Less));
+    // An amount's change in percent: 1,000 after 990 is +1%; 1,000 after 999.9 rounds to nothing.
+    assert_eq!(figure(Kind::Count, 1000.0, 990.0).change_text().as_deref(), Some("+1%"));
+    assert_eq!(figure(Kind::Count, 1000.0, 999.9).change_text().as_deref(), Some("±0%"));
+    // Without traffic before, no change at all.
+    assert_eq!(figure(Kind::Count, 1000.0, 0.0).change_text(), None);
 }

@@ -2,6 +2,8 @@
 //! the cache kept from the origin, whether errors are up — as figures for the range with their change against
 //! the previous period and a sparkline; each opens the explorer below with the query behind it.
 
+use std::cmp::Ordering;
+
 use edge_api::stats::{Family, Granularity, StatsResponse, format_time};
 use leptos::prelude::*;
 
@@ -57,13 +59,24 @@ impl Figure {
         }
     }
 
+    /// The change as shown, to a tenth: `+1.2%`, `−0.3 pp`, and `±0 pp` when it rounds to nothing (neither up
+    /// nor down: no colour either, see [`Figure::direction`]).
     pub fn change_text(&self) -> Option<String> {
         let c = self.change()?;
-        let sign = if c >= 0.0 { "+" } else { "−" };
-        Some(match self.kind {
-            Kind::Share => format!("{sign}{} pp", one_decimal(c.abs())),
-            _ => format!("{sign}{}%", one_decimal(c.abs())),
-        })
+        let size = one_decimal(c.abs());
+        let unit = if self.kind == Kind::Share { " pp" } else { "%" };
+        let sign = match self.direction()? {
+            Ordering::Greater => "+",
+            Ordering::Less => "−",
+            Ordering::Equal => "±",
+        };
+        Some(format!("{sign}{size}{unit}"))
+    }
+
+    /// Whether the change, as shown to a tenth, is up, down or none.
+    pub fn direction(&self) -> Option<Ordering> {
+        let c = self.change()?;
+        Some(if one_decimal(c.abs()) == "0" { Ordering::Equal } else { c.total_cmp(&0.0) })
     }
 }
 
@@ -335,12 +348,15 @@ fn placeholders() -> AnyView {
 #[component]
 fn Tile(figure: Figure, on_explore: Callback<&'static str>) -> impl IntoView {
     let change = figure.change_text();
-    let up = figure.change().is_some_and(|c| c >= 0.0);
-    // More errors is bad news, more hits and offload good: the colour says which.
+    let direction = figure.direction().unwrap_or(Ordering::Equal);
+    // More errors is bad news, more hits and offload good: the colour says which; no change has none.
+    let up = direction == Ordering::Greater;
     let good = match figure.id {
         "4xx-rate" | "5xx-rate" => !up,
         _ => up,
     };
+    let flat = direction == Ordering::Equal;
+    let (good, bad) = (good && !flat, !good && !flat);
     let explore = figure.explore;
     let exact = match figure.kind {
         Kind::Bytes => format!("{} bytes", crate::components::chart::grouped(figure.value.round() as i64)),
@@ -360,7 +376,7 @@ fn Tile(figure: Figure, on_explore: Callback<&'static str>) -> impl IntoView {
             <span class="tile-title">{figure.title}</span>
             <span class="tile-value">{figure.shown()}</span>
             {match change {
-                Some(c) => view! { <span class="tile-change" class:good=good class:bad=!good>{format!("{c} vs previous period")}</span> }.into_any(),
+                Some(c) => view! { <span class="tile-change" class:good=good class:bad=bad>{format!("{c} vs previous period")}</span> }.into_any(),
                 None => view! { <span class="tile-change muted">"no traffic before to compare"</span> }.into_any(),
             }}
             <span class="spark" inner_html=sparkline(&figure.spark, 120.0, 28.0)></span>
