@@ -29,6 +29,10 @@ pub enum AppError {
     MethodNotAllowed,
     #[error("{message}")]
     Conflict { kind: &'static str, message: String },
+    /// 409 `stale_etag`: the resource changed since the caller read it; its current etag (when known) goes in
+    /// the `ETag` header, so that the client can read again and retry.
+    #[error("the resource changed since it was read")]
+    StaleEtag { etag: Option<String> },
     /// 409 with `Retry-After`: the same request is being handled now (an `Idempotency-Key` in flight).
     #[error("{message}")]
     Busy { kind: &'static str, message: String, retry_after_secs: u64 },
@@ -117,6 +121,13 @@ impl AppError {
                 &[],
             ),
             AppError::Conflict { kind, message } => (StatusCode::CONFLICT, kind, message.clone(), &[]),
+            AppError::StaleEtag { .. } => (
+                StatusCode::CONFLICT,
+                "stale_etag",
+                "The configuration changed since you read it: read it again (its etag is in the ETag header) and retry."
+                    .into(),
+                &[],
+            ),
             AppError::Busy { kind, message, .. } => (StatusCode::CONFLICT, kind, message.clone(), &[]),
             AppError::Unprocessable { kind, message } => (StatusCode::UNPROCESSABLE_ENTITY, kind, message.clone(), &[]),
             AppError::PreconditionRequired(m) => {
@@ -157,6 +168,11 @@ impl IntoResponse for AppError {
         let mut response = (status, Json(body)).into_response();
         if let Some(secs) = self.retry_after_secs() {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let AppError::StaleEtag { etag: Some(etag) } = &self
+            && let Ok(value) = HeaderValue::from_str(etag)
+        {
+            response.headers_mut().insert(header::ETAG, value);
         }
         response
     }

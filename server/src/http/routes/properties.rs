@@ -303,22 +303,9 @@ async fn put_config(
             "Send the etag of the configuration you edited in If-Match (read it with GET).".into(),
         ));
     };
-    let stale = || {
-        AppError::Conflict {
-            kind: "stale_etag",
-            message:
-                "The configuration changed since you read it: read it again (its etag is in the ETag header) and retry."
-                    .into(),
-        }
-        .into_response()
-    };
     let unquoted = |s: &str| s.trim_matches('"').to_string();
     if unquoted(if_match) != unquoted(&current.etag) {
-        let mut r = stale();
-        if let Ok(v) = HeaderValue::from_str(&current.etag) {
-            r.headers_mut().insert(header::ETAG, v);
-        }
-        return Ok(r);
+        return Err(AppError::StaleEtag { etag: Some(current.etag) });
     }
     let existing = document(&current)?.config;
     let lists: HashSet<String> = {
@@ -361,13 +348,8 @@ async fn put_config(
         Some(record) => Ok(with_etag(document(&record)?)),
         None => {
             // Another update was stored between our read and our write.
-            let mut r = stale();
-            if let Some((_, now_current)) = state.store.property(caller.customer.id, &property.name).await?
-                && let Ok(v) = HeaderValue::from_str(&now_current.etag)
-            {
-                r.headers_mut().insert(header::ETAG, v);
-            }
-            Ok(r)
+            let now = state.store.property(caller.customer.id, &property.name).await?;
+            Err(AppError::StaleEtag { etag: now.map(|(_, current)| current.etag) })
         }
     }
 }
