@@ -3,7 +3,8 @@
 //! interserver), stopped when dropped. The child is also killed by the kernel if the thread that started it
 //! ends (`PR_SET_PDEATHSIG`), so it never outlives a test or a benchmark, even one that is killed.
 //!
-//! Used by the ClickHouse statistics tests and `cargo xtask bench stats --engine clickhouse`.
+//! Used by the ClickHouse statistics tests, `cargo xtask bench stats --engine clickhouse` and `cargo xtask serve
+//! --cluster` (its shards, with their data kept in a directory of their own: [`ClickHouse::start_in`]).
 
 use std::{
     io::{Read, Write},
@@ -22,7 +23,9 @@ use crate::free_port;
 pub struct ClickHouse {
     child: Child,
     pub http_port: u16,
-    dir: TempDir,
+    dir: PathBuf,
+    /// The temp dir of a throwaway server (removed when dropped).
+    _temp: Option<TempDir>,
 }
 
 /// Starts clickhouse-server on the configuration in `dir`; it is killed if the calling thread ends.
@@ -74,9 +77,20 @@ fn ping(port: u16) -> bool {
 impl ClickHouse {
     /// Starts a server and waits until it answers; tries new ports if one was taken meanwhile.
     pub fn start() -> Result<ClickHouse> {
+        Self::start_with(None)
+    }
+
+    /// Starts a server whose configuration and data live in `dir` (created if missing), kept when it stops:
+    /// started again on the same dir, it has the same databases (on new free ports).
+    pub fn start_in(dir: &Path) -> Result<ClickHouse> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Self::start_with(Some(dir))
+    }
+
+    fn start_with(dir: Option<&Path>) -> Result<ClickHouse> {
         let mut last = None;
         for _ in 0..3 {
-            match Self::try_start() {
+            match Self::try_start(dir) {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -84,9 +98,17 @@ impl ClickHouse {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("no attempt")).context("ClickHouse did not start"))
     }
 
-    fn try_start() -> Result<ClickHouse> {
-        let dir = tempfile::Builder::new().prefix("edge-clickhouse-").tempdir()?;
-        let d = dir.path().display().to_string();
+    fn try_start(kept: Option<&Path>) -> Result<ClickHouse> {
+        let temp = match kept {
+            Some(_) => None,
+            None => Some(tempfile::Builder::new().prefix("edge-clickhouse-").tempdir()?),
+        };
+        let dir: PathBuf = match (&temp, kept) {
+            (Some(t), _) => t.path().to_path_buf(),
+            (None, Some(k)) => k.to_path_buf(),
+            (None, None) => bail!("no directory for ClickHouse"),
+        };
+        let d = dir.display().to_string();
         let (http, tcp, interserver) = (free_port()?, free_port()?, free_port()?);
         let config = format!(
             r#"<?xml version="1.0"?>
@@ -117,10 +139,10 @@ impl ClickHouse {
   <quotas><default></default></quotas>
 </yandex>
 "#;
-        std::fs::write(dir.path().join("config.xml"), config)?;
-        std::fs::write(dir.path().join("users.xml"), users)?;
-        let child = spawn(dir.path())?;
-        let mut server = ClickHouse { child, http_port: http, dir };
+        std::fs::write(dir.join("config.xml"), config)?;
+        std::fs::write(dir.join("users.xml"), users)?;
+        let child = spawn(&dir)?;
+        let mut server = ClickHouse { child, http_port: http, dir, _temp: temp };
         server.wait_ready()?;
         Ok(server)
     }
@@ -129,7 +151,7 @@ impl ClickHouse {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                let log = std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default();
+                let log = std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default();
                 let tail: String = log.lines().rev().take(5).collect::<Vec<_>>().join("\n");
                 bail!("clickhouse-server exited ({status}): {tail}");
             }
@@ -163,7 +185,7 @@ impl ClickHouse {
     /// Starts the stopped server again on the same ports and data.
     pub fn restart(&mut self) -> Result<()> {
         self.stop();
-        self.child = spawn(self.dir.path())?;
+        self.child = spawn(&self.dir)?;
         self.wait_ready()
     }
 }

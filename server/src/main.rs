@@ -45,7 +45,7 @@ enum Command {
         data_dir: PathBuf,
         #[command(flatten)]
         database: DatabaseArgs,
-        /// Statistics in ClickHouse: clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (as for serve).
+        /// Statistics in ClickHouse: clickhouse://[USER[:PASS]@]HOST:PORT[,HOST:PORT...]/DATABASE (as for serve).
         #[arg(long, env = "EDGE_STATS_URL")]
         stats_url: Option<String>,
         #[command(flatten)]

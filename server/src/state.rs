@@ -55,8 +55,8 @@ pub struct Settings {
     pub audit_retention_days: i64,
     /// Tasks (and the purge transactions they track) that ended this many days ago are deleted.
     pub task_retention_days: i64,
-    /// Statistics in ClickHouse (`clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE`) instead of the embedded
-    /// engine in the data dir.
+    /// Statistics in ClickHouse (`clickhouse://[USER[:PASS]@]HOST:PORT[,HOST:PORT…]/DATABASE`, several
+    /// servers being shards) instead of the embedded engine in the data dir.
     pub stats_url: Option<String>,
     /// What one customer's statistics may hold in the embedded engine.
     pub stats_limits: stats::Limits,

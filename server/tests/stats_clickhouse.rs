@@ -225,9 +225,59 @@ fn targets() -> Vec<(String, Family, Option<String>, Vec<String>)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clickhouse_answers_every_family_byte_for_byte_like_the_embedded_engine() {
-    let started = std::time::Instant::now();
     let server = clickhouse_server();
-    let url = server.url("edge_differential");
+    differential(server.url("edge_differential")).await;
+    drop(server);
+}
+
+/// The same on two shards (two clickhouse-server processes, named together in `--stats-url`): each customer's
+/// statistics on one of them, every answer as the embedded engine's. Then a server started with the shards
+/// in another number or order refuses to start, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clickhouse_shards_answer_byte_for_byte_like_the_embedded_engine() {
+    let shards = [clickhouse_server(), clickhouse_server()];
+    let address = |s: &edge_cluster::ClickHouse| format!("127.0.0.1:{}", s.http_port);
+    let database = "edge_shards";
+    let url = format!("clickhouse://default@{},{}/{database}", address(&shards[0]), address(&shards[1]));
+    let customers = differential(url.clone()).await;
+    // acme's records went to one shard and globex's to the other (as the customers' ids hash), nothing else.
+    let held: Vec<String> = shards
+        .iter()
+        .map(|s| {
+            clickhouse_sql(
+                s,
+                database,
+                "SELECT groupUniqArray(customer) FROM (SELECT customer FROM access ORDER BY customer)",
+            )
+        })
+        .collect();
+    eprintln!("shards hold customers {held:?} of {customers:?}");
+    for (shard, holds) in held.iter().enumerate() {
+        let mut expected: Vec<i64> =
+            customers.iter().copied().filter(|c| edge_server::stats::clickhouse::shard_of(*c, 2) == shard).collect();
+        expected.sort_unstable();
+        let expected: Vec<String> = expected.iter().map(i64::to_string).collect();
+        assert_eq!(holds.trim(), format!("[{}]", expected.join(",")), "shard {shard}");
+    }
+    assert!(held.iter().all(|h| h.trim() != "[]"), "the test's customers should fall on both shards: {held:?}");
+    // Another number of shards, or the same in another order: refused before anything is stored.
+    let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(edge_server::clock::SystemClock);
+    let swapped = format!("clickhouse://default@{},{}/{database}", address(&shards[1]), address(&shards[0]));
+    for (other, says) in [(shards[0].url(database), "shard 1 of 2"), (swapped, "shard 2 of 2")] {
+        let url = edge_server::stats::clickhouse::StatsUrl::parse(&other).expect("a statistics URL");
+        let refused = edge_server::stats::clickhouse::ClickHouseEngine::open(&url, clock.clone())
+            .err()
+            .map(|e| format!("{e:#}"))
+            .unwrap_or_default();
+        assert!(refused.contains(says) && refused.contains("same order"), "{other}: {refused}");
+    }
+    drop(shards);
+}
+
+/// Ingests the same generated batches into the embedded engine and into ClickHouse at `url`, then compares
+/// generated queries of every family; the ids of the customers (acme, globex).
+async fn differential(url: String) -> [i64; 2] {
+    let started = std::time::Instant::now();
     let embedded = TestApp::new().await;
     let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
 
@@ -280,8 +330,12 @@ async fn clickhouse_answers_every_family_byte_for_byte_like_the_embedded_engine(
             assert_eq!(mine.body["rows"], json!([]), "{uri}");
         }
     }
+    let mut ids = [0; 2];
+    for (id, name) in ids.iter_mut().zip(["acme", "globex"]) {
+        *id = clickhouse.state.store.customer_by_name(name).await.ok().flatten().expect("a test customer").id;
+    }
     drop(clickhouse);
-    drop(server);
+    ids
 }
 
 /// With ClickHouse gone, statistics answer 503 with the JSON error body (ingestion stores nothing); once it is

@@ -19,7 +19,8 @@ const USAGE: &str = "usage:
                                      (flags go to `edge-server serve`, e.g. --listen 127.0.0.1:9000)
   cargo xtask serve --cluster [SERVER FLAGS]
                                      the same on PostgreSQL (kept under target/cluster/) with two replicas behind a
-                                     load balancer (HAProxy, or nginx) on that address
+                                     load balancer (HAProxy, or nginx) on that address, statistics in two
+                                     ClickHouse shards (kept there too; unless --stats-url is given)
   cargo xtask test                   install what tests need, then run every test (format, import cycles, lint,
                                      native on SQLite and on a throwaway PostgreSQL cluster, wasm, end-to-end)
   cargo xtask build                  build the console into dist/ (release)
@@ -323,6 +324,16 @@ fn serve_cluster(binary: PathBuf, mut server_args: Vec<String>) -> Result<ExitCo
     let listen: std::net::SocketAddr = listen.parse().with_context(|| format!("--listen {listen}"))?;
     let dir = root().join("target/cluster");
     let mut args = vec!["--demo".to_string(), "--static-dir".to_string(), root().join("dist").display().to_string()];
+    // Statistics shared by the replicas: two ClickHouse shards, each customer's on one of them.
+    let mut shards = Vec::new();
+    if !server_args.iter().any(|a| a == "--stats-url" || a.starts_with("--stats-url=")) {
+        eprintln!("xtask: starting two ClickHouse shards under {}", dir.display());
+        for n in 1..=2 {
+            shards.push(edge_cluster::ClickHouse::start_in(&dir.join(format!("clickhouse-{n}")))?);
+        }
+        let hosts: Vec<String> = shards.iter().map(|s| format!("127.0.0.1:{}", s.http_port)).collect();
+        args.extend(["--stats-url".to_string(), format!("clickhouse://default@{}/edge", hosts.join(","))]);
+    }
     args.extend(server_args);
     eprintln!("xtask: starting PostgreSQL, two replicas and a load balancer under {}", dir.display());
     let cluster = edge_cluster::Cluster::start(&edge_cluster::ClusterSpec {
@@ -350,10 +361,15 @@ fn serve_cluster(binary: PathBuf, mut server_args: Vec<String>) -> Result<ExitCo
         cluster.balancer.kind.name(),
         cluster.replicas.iter().map(|r| r.url()).collect::<Vec<_>>().join(", ")
     );
-    println!(
-        "  data: {} (the database is kept between runs; each replica's statistics in its data dir)",
-        dir.display()
-    );
+    if shards.is_empty() {
+        println!("  statistics: as --stats-url says");
+    } else {
+        println!(
+            "  statistics: two ClickHouse shards, {}",
+            shards.iter().map(|s| format!("http://127.0.0.1:{}", s.http_port)).collect::<Vec<_>>().join(", ")
+        );
+    }
+    println!("  data: {} (the database and the shards are kept between runs)", dir.display());
     if let Some(line) = login {
         println!("{line}");
     }

@@ -27,8 +27,10 @@ pub struct ServeArgs {
     /// database another one seeded gets the demo traffic in its own statistics.
     #[arg(long)]
     demo: bool,
-    /// Statistics in ClickHouse instead of the embedded engine: clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE
-    /// (PORT: ClickHouse's HTTP interface). The database and its tables are created when missing.
+    /// Statistics in ClickHouse instead of the embedded engine:
+    /// clickhouse://[USER[:PASS]@]HOST:PORT[,HOST:PORT...]/DATABASE (PORT: ClickHouse's HTTP interface). Several
+    /// servers are shards: each customer's statistics on one of them; give every replica the same servers in the
+    /// same order, always. The database and its tables are created when missing.
     #[arg(long, env = "EDGE_STATS_URL")]
     stats_url: Option<String>,
     #[command(flatten)]

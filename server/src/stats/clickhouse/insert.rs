@@ -72,8 +72,8 @@ impl ClickHouseEngine {
     /// Inserts dictionary rows, then the raw rows (RowBinary, in [`Source::columns`] order) into the source's
     /// Null table, whose views write the raw table and the rollups: each of them one part a day, written
     /// whole or not at all.
-    fn insert(&self, dict: Vec<u8>, source: Source, rows: Vec<u8>) -> Result<(), Failure> {
-        let client = self.client.clone();
+    fn insert(&self, customer: CustomerId, dict: Vec<u8>, source: Source, rows: Vec<u8>) -> Result<(), Failure> {
+        let client = self.client(customer);
         self.block(async move {
             insert_dict(&client, dict).await?;
             let sql = format!("INSERT INTO {}_in ({}) FORMAT RowBinary", source.raw(), source.columns().join(", "));
@@ -98,7 +98,7 @@ impl ClickHouseEngine {
         ts_range: (i64, i64),
         (dict, rows, records): (Vec<u8>, Vec<u8>, usize),
     ) -> Result<(), Failure> {
-        let client = self.client.clone();
+        let client = self.client(customer);
         let (endpoint, key_text, now) = (key.endpoint.code(), key.key.clone(), self.clock.now_ms());
         let begun = self.block(async move {
             let begun = client
@@ -127,7 +127,7 @@ impl ClickHouseEngine {
         })?;
         let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
-            self.insert(dict, source, rows)?;
+            self.insert(customer, dict, source, rows)?;
         } else {
             tracing::warn!(
                 customer,
@@ -137,7 +137,7 @@ impl ClickHouseEngine {
             );
             self.repair(customer, source, batch, dict, rows, &landed)?;
         }
-        let client = self.client.clone();
+        let client = self.client(customer);
         let (endpoint, key_text, hash) = (key.endpoint.code(), key.key.clone(), hex::encode(key.body_hash));
         let now = self.clock.now_ms();
         self.block(async move {
@@ -211,7 +211,7 @@ impl ClickHouseEngine {
         }
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(dict, Source::Access, rows)?,
+            None => self.insert(customer, dict, Source::Access, rows)?,
             Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (dict, rows, n))?,
         }
         Ok(Stored::default())
@@ -246,7 +246,7 @@ impl ClickHouseEngine {
         }
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(dict, Source::Security, rows)?,
+            None => self.insert(customer, dict, Source::Security, rows)?,
             Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (dict, rows, n))?,
         }
         Ok(Stored::default())

@@ -10,6 +10,11 @@
 //! the smallest of its records', and the `dict` table keeps, per customer, dimension and value, the smallest
 //! sequence number of the records that carried the value (the embedded engine's dictionary ids).
 //!
+//! Several servers are shards: each customer's statistics live on one of them, chosen by a fixed hash of the
+//! customer id ([`shard_of`]); every request of a customer goes to its shard, so answers are the same as on
+//! one server. Each shard records its place (`edge_shards`); a server started with another number of shards,
+//! or the shards in another order, refuses to start rather than look for a customer on the wrong one.
+//!
 //! Written for ClickHouse 18.16 (Debian 12's) and later: no GROUPING SETS, TTL, DateTime64 or
 //! LowCardinality; retention drops whole day partitions. Values from requests are bound as parameters (the
 //! client library escapes them); only names from fixed lists are written into SQL.
@@ -24,6 +29,7 @@ use std::{
     time::Duration,
 };
 
+use anyhow::Context as _;
 use edge_api::stats::{Family, Granularity, Query};
 use serde::Deserialize;
 
@@ -49,7 +55,10 @@ pub use url::StatsUrl;
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct ClickHouseEngine {
-    client: clickhouse::Client,
+    /// One client a shard (`--stats-url` order).
+    clients: Vec<clickhouse::Client>,
+    /// Each shard's HTTP address, for messages.
+    addresses: Vec<String>,
     database: String,
     runtime: Option<tokio::runtime::Runtime>,
     clock: Arc<dyn Clock>,
@@ -140,7 +149,28 @@ struct SizeRow {
     bytes: u64,
 }
 
+/// The shard (of `shards`) that holds a customer's statistics: a fixed mix of the id (splitmix64), so that
+/// customers spread evenly whatever their ids, and stays the same from run to run and version to version.
+pub fn shard_of(customer: CustomerId, shards: usize) -> usize {
+    let mut z = (customer as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z % shards.max(1) as u64) as usize
+}
+
+#[derive(Deserialize, clickhouse::Row)]
+struct ShardRow {
+    position: u32,
+    count: u32,
+}
+
 impl ClickHouseEngine {
+    /// The client of the shard holding `customer`'s statistics.
+    fn client(&self, customer: CustomerId) -> clickhouse::Client {
+        self.clients[shard_of(customer, self.clients.len())].clone()
+    }
+
     /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
     pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
         self.daily_retention_days = days;
@@ -159,23 +189,30 @@ impl ClickHouseEngine {
             .thread_name("clickhouse")
             .enable_all()
             .build()?;
-        let mut base = clickhouse::Client::default()
-            .with_url(&url.http)
-            .with_validation(false)
-            .with_setting("max_execution_time", QUERY_TIMEOUT.as_secs().to_string());
-        if let Some(u) = &url.user {
-            base = base.with_user(u);
-        }
-        if let Some(p) = &url.password {
-            base = base.with_password(p);
-        }
-        let client = base.clone().with_database(&url.database);
+        let bases: Vec<clickhouse::Client> = url
+            .shards
+            .iter()
+            .map(|http| {
+                let mut base = clickhouse::Client::default()
+                    .with_url(http)
+                    .with_validation(false)
+                    .with_setting("max_execution_time", QUERY_TIMEOUT.as_secs().to_string());
+                if let Some(u) = &url.user {
+                    base = base.with_user(u);
+                }
+                if let Some(p) = &url.password {
+                    base = base.with_password(p);
+                }
+                base
+            })
+            .collect();
         let specs = rollups::all_specs();
         let tables: Vec<String> = specs.iter().map(table_name).collect();
         let feeds = feeds(&specs, &tables).1;
         let engine = ClickHouseEngine {
             feeds,
-            client,
+            clients: bases.iter().map(|b| b.clone().with_database(&url.database)).collect(),
+            addresses: url.shards.clone(),
             database: url.database.clone(),
             runtime: Some(runtime),
             clock,
@@ -184,10 +221,57 @@ impl ClickHouseEngine {
             last_slot: Mutex::new(0),
             daily_retention_days: None,
         };
-        let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
-        engine.block(async move { base.query(&create_db).execute().await }).map_err(anyhow::Error::from)?;
-        engine.migrate()?;
+        let count = engine.clients.len();
+        for (position, (base, client)) in bases.into_iter().zip(engine.clients.clone()).enumerate() {
+            let address = &engine.addresses[position];
+            let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
+            engine
+                .block(async move { base.query(&create_db).execute().await })
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("ClickHouse at {address}"))?;
+            engine.migrate(&client).with_context(|| format!("ClickHouse at {address}"))?;
+            engine.check_shard(&client, position, count).with_context(|| format!("ClickHouse at {address}"))?;
+        }
         Ok(engine)
+    }
+
+    /// Checks that the shard of `client` is shard `position` of `count` (recording it the first time; a
+    /// database that held statistics before shards were recorded was one server's).
+    fn check_shard(&self, client: &clickhouse::Client, position: usize, count: usize) -> anyhow::Result<()> {
+        let client = client.clone();
+        let now = self.clock.now_ms();
+        let recorded = self.block(async move {
+            client
+                .query("CREATE TABLE IF NOT EXISTS edge_shards (position UInt32, count UInt32, at_ms Int64) ENGINE = TinyLog")
+                .execute()
+                .await?;
+            let rows = client.query("SELECT position, count FROM edge_shards LIMIT 1").fetch_all::<ShardRow>().await?;
+            if let Some(row) = rows.into_iter().next() {
+                return Ok((row.position as usize, row.count as usize));
+            }
+            let stored: u64 =
+                client.query("SELECT (SELECT count() FROM access) + (SELECT count() FROM security)").fetch_one().await?;
+            let (position, count) = if stored > 0 { (0, 1) } else { (position, count) };
+            client
+                .query("INSERT INTO edge_shards (position, count, at_ms) VALUES (?, ?, ?)")
+                .bind(position as u32)
+                .bind(count as u32)
+                .bind(now)
+                .execute()
+                .await?;
+            Ok((position, count))
+        })?;
+        anyhow::ensure!(
+            recorded == (position, count),
+            "this database is shard {} of {} (in the order of --stats-url), but the statistics URL makes it shard {} \
+             of {}: customers would be looked for on the wrong server. Start every server with the same servers, in \
+             the same order, as when the statistics were first stored",
+            recorded.0 + 1,
+            recorded.1,
+            position + 1,
+            count
+        );
+        Ok(())
     }
 
     /// Runs `fut` on the engine's runtime, from any thread (also one of another runtime), within the timeout.
@@ -241,7 +325,7 @@ impl StatsEngine for ClickHouseEngine {
 
     fn kept(&self, customer: CustomerId, endpoint: Endpoint, key: &str) -> Result<Option<Kept>, IngestError> {
         let query = self
-            .client
+            .client(customer)
             .query(
                 "SELECT body_hash, accepted FROM ingest_keys WHERE customer = ? AND endpoint = ? AND key = ? \
                  ORDER BY at_ms LIMIT 1",
@@ -268,10 +352,74 @@ impl StatsEngine for ClickHouseEngine {
     /// Drops the day partitions wholly older than each table's retention: rollups as their granularity keeps
     /// them, raw access records as long as 5-minute rollups, raw security events the previous three days.
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()> {
-        let client = self.client.clone();
-        let database = self.database.clone();
+        for client in &self.clients {
+            self.enforce_retention_on(client, now_ms)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn log_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Every shard answers a trivial query within the readiness timeout (an engine in another process: killed,
+    /// stopped or out of reach makes this replica not ready).
+    fn ready(&self) -> anyhow::Result<()> {
+        for (client, address) in self.clients.iter().zip(&self.addresses) {
+            let query = client.query("SELECT toUInt64(1)");
+            // Well within /readyz's own wait, so that checks every second never pile up blocked threads.
+            let probe = async move {
+                match tokio::time::timeout(READY_TIMEOUT, query.fetch_one::<u64>()).await {
+                    Ok(answer) => answer.map_err(Failure::from),
+                    Err(_) => Err(Failure::Unavailable(format!("no answer within {READY_TIMEOUT:?}"))),
+                }
+            };
+            match self.block_failure(probe) {
+                Ok(_) => {}
+                Err(Failure::Unavailable(m)) => anyhow::bail!("ClickHouse at {address} does not answer: {m}"),
+                Err(Failure::Internal(e)) => return Err(e.context(format!("ClickHouse at {address} does not answer"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn footprint(&self) -> Footprint {
+        let mut f = Footprint::default();
+        for client in &self.clients {
+            let (client, database) = (client.clone(), self.database.clone());
+            let sizes = self.block(async move {
+                client
+                    .query(
+                        "SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts \
+                         WHERE database = ? AND active GROUP BY table",
+                    )
+                    .bind(database)
+                    .fetch_all::<SizeRow>()
+                    .await
+            });
+            for s in sizes.unwrap_or_default() {
+                f.bytes += s.bytes;
+                match s.table.as_str() {
+                    "security" => f.event_rows += s.rows,
+                    "access" | "dict" => {}
+                    _ => f.rollup_rows += s.rows,
+                }
+            }
+        }
+        f
+    }
+}
+
+impl ClickHouseEngine {
+    /// Drops the day partitions of one shard wholly older than each table's retention.
+    fn enforce_retention_on(&self, client: &clickhouse::Client, now_ms: i64) -> anyhow::Result<()> {
+        let (listing, database) = (client.clone(), self.database.clone());
         let parts = self.block(async move {
-            client
+            listing
                 .query(
                     "SELECT table, partition FROM system.parts WHERE database = ? AND active GROUP BY table, partition",
                 )
@@ -301,60 +449,9 @@ impl StatsEngine for ClickHouseEngine {
             }
             // The table name is one of ours (keep_from knew it); the partition is bound.
             let sql = format!("ALTER TABLE {} DROP PARTITION ?", p.table);
-            let client = self.client.clone();
+            let client = client.clone();
             self.block(async move { client.query(&sql).bind(p.partition).execute().await })?;
         }
         Ok(())
-    }
-
-    fn checkpoint(&self) -> anyhow::Result<()> {
-        Ok(())
-    }
-
-    fn log_bytes(&self) -> u64 {
-        0
-    }
-
-    /// ClickHouse answers a trivial query within the readiness timeout (an engine in another process: killed,
-    /// stopped or out of reach makes this replica not ready).
-    fn ready(&self) -> anyhow::Result<()> {
-        let query = self.client.query("SELECT toUInt64(1)");
-        // Well within /readyz's own wait, so that checks every second never pile up blocked threads.
-        let probe = async move {
-            match tokio::time::timeout(READY_TIMEOUT, query.fetch_one::<u64>()).await {
-                Ok(answer) => answer.map_err(Failure::from),
-                Err(_) => Err(Failure::Unavailable(format!("no answer within {READY_TIMEOUT:?}"))),
-            }
-        };
-        match self.block_failure(probe) {
-            Ok(_) => Ok(()),
-            Err(Failure::Unavailable(m)) => anyhow::bail!("ClickHouse does not answer: {m}"),
-            Err(Failure::Internal(e)) => Err(e.context("ClickHouse does not answer")),
-        }
-    }
-
-    fn footprint(&self) -> Footprint {
-        let client = self.client.clone();
-        let database = self.database.clone();
-        let sizes = self.block(async move {
-            client
-                .query(
-                    "SELECT table, sum(rows) AS rows, sum(bytes_on_disk) AS bytes FROM system.parts \
-                     WHERE database = ? AND active GROUP BY table",
-                )
-                .bind(database)
-                .fetch_all::<SizeRow>()
-                .await
-        });
-        let mut f = Footprint::default();
-        for s in sizes.unwrap_or_default() {
-            f.bytes += s.bytes;
-            match s.table.as_str() {
-                "security" => f.event_rows += s.rows,
-                "access" | "dict" => {}
-                _ => f.rollup_rows += s.rows,
-            }
-        }
-        f
     }
 }

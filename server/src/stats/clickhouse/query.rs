@@ -69,13 +69,13 @@ fn cell(dim: &str, v: &str) -> Cell {
 }
 
 impl ClickHouseEngine {
-    fn fetch_rows(&self, sql: Sql) -> Result<Vec<OutRow>, Failure> {
-        let query = bind(self.client.query(&sql.text), sql.args);
+    fn fetch_rows(&self, customer: CustomerId, sql: Sql) -> Result<Vec<OutRow>, Failure> {
+        let query = bind(self.client(customer).query(&sql.text), sql.args);
         self.block(async move { query.fetch_all::<OutRow>().await })
     }
 
-    fn count(&self, sql: Sql) -> Result<u64, Failure> {
-        let query = bind(self.client.query(&sql.text), sql.args);
+    fn count(&self, customer: CustomerId, sql: Sql) -> Result<u64, Failure> {
+        let query = bind(self.client(customer).query(&sql.text), sql.args);
         self.block(async move { query.fetch_one::<u64>().await })
     }
 }
@@ -192,15 +192,15 @@ impl ClickHouseEngine {
         let total;
         let rows = if per_day {
             let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
-            let rows = self.fetch_rows(sql)?;
+            let rows = self.fetch_rows(customer, sql)?;
             total = rows.len() as u64;
             rows
         } else {
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
             count.push("SELECT count() FROM (").append(inner).push(")");
-            total = self.count(count)?;
-            self.fetch_rows(sql)?
+            total = self.count(customer, count)?;
+            self.fetch_rows(customer, sql)?
         };
 
         let with_time = !whole_range;
@@ -270,8 +270,8 @@ impl ClickHouseEngine {
         sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
         let mut count = Sql::default();
         count.push("SELECT count()").append(base);
-        let total = self.count(count)?;
-        let rows = self.fetch_rows(sql)?;
+        let total = self.count(customer, count)?;
+        let rows = self.fetch_rows(customer, sql)?;
         let customer_cell: Arc<str> = Arc::from(name);
         let columns = q.dimensions.iter().map(|d| (d.clone(), is_int(d))).collect();
         let rows = rows

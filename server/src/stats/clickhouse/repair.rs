@@ -41,7 +41,7 @@ impl ClickHouseEngine {
             sql.int(customer).push(" AND grouping = ").unsigned(MARKER).push(" AND bucket = ").int(batch as i64);
             sql.push(" GROUP BY day");
         }
-        let query = bind(self.client.query(&sql.text), sql.args);
+        let query = bind(self.client(customer).query(&sql.text), sql.args);
         let rows = self.block(async move { query.fetch_all::<LandedRow>().await })?;
         Ok(rows.into_iter().map(|r| (r.t, r.d)).collect())
     }
@@ -84,7 +84,7 @@ impl ClickHouseEngine {
             sql.args = extra.args;
             statements.push(sql);
         }
-        let client = self.client.clone();
+        let client = self.client(customer);
         let definitions = source.definitions();
         self.block(async move {
             client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;

@@ -286,9 +286,10 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
 }
 
 impl ClickHouseEngine {
-    pub(super) fn migrate(&self) -> anyhow::Result<()> {
+    /// Creates or migrates the schema of one shard.
+    pub(super) fn migrate(&self, client: &clickhouse::Client) -> anyhow::Result<()> {
         let statements = schema(&self.specs, &self.tables);
-        let client = self.client.clone();
+        let client = client.clone();
         let now = self.clock.now_ms();
         self.block_failure(async move {
             client.query(&statements[0]).execute().await?;
