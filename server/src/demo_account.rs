@@ -40,10 +40,11 @@ pub async fn seed_if_empty(state: &AppState, password: &str) -> anyhow::Result<b
 
 /// As [`seed_if_empty`], with `volume` of traffic. The traffic goes to this process's statistics engine: on a
 /// shared database, a replica that finds the demo seeded by another and its own statistics empty gets the same
-/// traffic (it ends when the demo customer was created), so every replica shows the same demo.
+/// traffic (it ends when the demo customer was created), so every replica shows the same demo. Statistics
+/// every replica shares (ClickHouse) get it from the replica that seeded the demo only.
 pub async fn seed_if_empty_with(state: &AppState, password: &str, volume: Volume) -> anyhow::Result<bool> {
     let seeded = seed_store_if_empty(state, password).await?;
-    let joining = state.store.kind() == "postgres" && state.stats.footprint().rollup_rows == 0;
+    let joining = state.store.kind() == "postgres" && !state.stats.shared() && state.stats.footprint().rollup_rows == 0;
     if !(seeded || joining) {
         return Ok(seeded);
     }

@@ -195,6 +195,10 @@ pub trait StatsEngine: Send + Sync + 'static {
     /// Bytes logged since the last checkpoint.
     fn log_bytes(&self) -> u64;
     fn footprint(&self) -> Footprint;
+    /// Whether every replica sees the same statistics (an engine in another process), rather than each its own.
+    fn shared(&self) -> bool {
+        false
+    }
     /// What each customer's statistics hold in this process's memory (empty for an engine in another
     /// process).
     fn usage(&self) -> Vec<Usage> {

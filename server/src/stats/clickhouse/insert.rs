@@ -11,6 +11,7 @@ use super::{
     },
     ClickHouseEngine, Failure,
     schema::Source,
+    shard_of,
     sql::{insert_dict, one_block},
 };
 use crate::store::CustomerId;
@@ -69,17 +70,25 @@ impl ClickHouseEngine {
         out
     }
 
-    /// Inserts dictionary rows, then the raw rows (RowBinary, in [`Source::columns`] order) into the source's
-    /// Null table, whose views write the raw table and the rollups: each of them one part a day, written
-    /// whole or not at all.
-    fn insert(&self, customer: CustomerId, dict: Vec<u8>, source: Source, rows: Vec<u8>) -> Result<(), Failure> {
-        let client = self.client(customer);
-        self.block(async move {
-            insert_dict(&client, dict).await?;
-            let sql = format!("INSERT INTO {}_in ({}) FORMAT RowBinary", source.raw(), source.columns().join(", "));
-            let mut insert = one_block(client.insert_formatted_with(sql));
-            insert.send(rows.into()).await?;
-            insert.end().await
+    /// Stores a batch's dictionary rows and its `records` raw rows (RowBinary, in [`Source::columns`] order)
+    /// with those of concurrent requests to the same shard ([`super::group`]).
+    fn insert(
+        &self,
+        customer: CustomerId,
+        (dict, source, rows): (Vec<u8>, Source, Vec<u8>),
+        records: usize,
+    ) -> Result<(), Failure> {
+        let shard = shard_of(customer, self.clients.len());
+        let client = &self.clients[shard];
+        self.lanes[shard][source as usize].insert(dict, rows, records, |group| {
+            let client = client.clone();
+            self.block(async move {
+                insert_dict(&client, group.dict).await?;
+                let sql = format!("INSERT INTO {}_in ({}) FORMAT RowBinary", source.raw(), source.columns().join(", "));
+                let mut insert = one_block(client.insert_formatted_with(sql));
+                insert.send(group.rows.into()).await?;
+                insert.end().await
+            })
         })
     }
 
@@ -127,7 +136,7 @@ impl ClickHouseEngine {
         })?;
         let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
-            self.insert(customer, dict, source, rows)?;
+            self.insert(customer, (dict, source, rows), records)?;
         } else {
             tracing::warn!(
                 customer,
@@ -211,7 +220,7 @@ impl ClickHouseEngine {
         }
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, dict, Source::Access, rows)?,
+            None => self.insert(customer, (dict, Source::Access, rows), n)?,
             Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (dict, rows, n))?,
         }
         Ok(Stored::default())
@@ -246,7 +255,7 @@ impl ClickHouseEngine {
         }
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, dict, Source::Security, rows)?,
+            None => self.insert(customer, (dict, Source::Security, rows), n)?,
             Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (dict, rows, n))?,
         }
         Ok(Stored::default())

@@ -40,6 +40,7 @@ use super::{
 };
 use crate::{clock::Clock, store::CustomerId};
 
+mod group;
 mod insert;
 mod query;
 mod repair;
@@ -59,6 +60,8 @@ pub struct ClickHouseEngine {
     clients: Vec<clickhouse::Client>,
     /// Each shard's HTTP address, for messages.
     addresses: Vec<String>,
+    /// Each shard's inserts of access logs and of security events ([`schema::Source`] order), written in groups.
+    lanes: Vec<[group::Lane; 2]>,
     database: String,
     runtime: Option<tokio::runtime::Runtime>,
     clock: Arc<dyn Clock>,
@@ -213,6 +216,7 @@ impl ClickHouseEngine {
             feeds,
             clients: bases.iter().map(|b| b.clone().with_database(&url.database)).collect(),
             addresses: url.shards.clone(),
+            lanes: url.shards.iter().map(|_| Default::default()).collect(),
             database: url.database.clone(),
             runtime: Some(runtime),
             clock,
@@ -242,15 +246,24 @@ impl ClickHouseEngine {
         let now = self.clock.now_ms();
         let recorded = self.block(async move {
             client
-                .query("CREATE TABLE IF NOT EXISTS edge_shards (position UInt32, count UInt32, at_ms Int64) ENGINE = TinyLog")
+                .query(
+                    "CREATE TABLE IF NOT EXISTS edge_shards (position UInt32, count UInt32, at_ms Int64) \
+                     ENGINE = MergeTree ORDER BY position",
+                )
                 .execute()
                 .await?;
-            let rows = client.query("SELECT position, count FROM edge_shards LIMIT 1").fetch_all::<ShardRow>().await?;
-            if let Some(row) = rows.into_iter().next() {
+            // Replicas starting together may each record it: the same place, unless started differently.
+            let rows = client.query("SELECT DISTINCT position, count FROM edge_shards").fetch_all::<ShardRow>().await?;
+            if let Some(row) = rows.iter().find(|r| (r.position as usize, r.count as usize) != (position, count)) {
                 return Ok((row.position as usize, row.count as usize));
             }
-            let stored: u64 =
-                client.query("SELECT (SELECT count() FROM access) + (SELECT count() FROM security)").fetch_one().await?;
+            if !rows.is_empty() {
+                return Ok((position, count));
+            }
+            let stored: u64 = client
+                .query("SELECT (SELECT count() FROM access) + (SELECT count() FROM security)")
+                .fetch_one()
+                .await?;
             let (position, count) = if stored > 0 { (0, 1) } else { (position, count) };
             client
                 .query("INSERT INTO edge_shards (position, count, at_ms) VALUES (?, ?, ?)")
@@ -387,6 +400,10 @@ impl StatsEngine for ClickHouseEngine {
         Ok(())
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn footprint(&self) -> Footprint {
         let mut f = Footprint::default();
         for client in &self.clients {
@@ -405,8 +422,8 @@ impl StatsEngine for ClickHouseEngine {
                 f.bytes += s.bytes;
                 match s.table.as_str() {
                     "security" => f.event_rows += s.rows,
-                    "access" | "dict" => {}
-                    _ => f.rollup_rows += s.rows,
+                    t if self.tables.iter().any(|r| r == t) => f.rollup_rows += s.rows,
+                    _ => {}
                 }
             }
         }

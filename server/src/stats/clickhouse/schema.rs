@@ -220,7 +220,10 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed
 /// alone. Dropping the views of schema version 1 (on the raw tables) comes last.
 fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
     let mut out =
-        vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = TinyLog".to_string()];
+        // MergeTree, not TinyLog: replicas starting together on a new database write it at once (databases made
+        // before keep their TinyLog table, written when a schema version is applied).
+        vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = MergeTree ORDER BY version"
+            .to_string()];
     for (source, order) in [(Source::Access, "customer, ts"), (Source::Security, "customer, ts, seq")] {
         out.push(format!(
             "CREATE TABLE IF NOT EXISTS {} ({}, day Date MATERIALIZED toDate(intDiv(ts, 1000))) \

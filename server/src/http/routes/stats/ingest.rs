@@ -170,7 +170,8 @@ async fn ingest_with<B: Send + 'static>(
     // Held until the work is done, even if the client goes away meanwhile (the work goes on).
     let in_flight = key.as_ref().map(|k| InFlight::claim(state, (customer, endpoint, k.clone()))).transpose()?;
     let limit = state.settings.max_body_bytes;
-    let (replayed, result) = on_ingest_threads(move || -> AppResult<(bool, IngestResult)> {
+    let shared = engine.shared();
+    let work = move || -> AppResult<(bool, IngestResult)> {
         let _in_flight = in_flight;
         let decoded = match encoding {
             Some(e) => Some(ingest::decompress(e, &body, limit).map_err(|e| match e {
@@ -223,8 +224,14 @@ async fn ingest_with<B: Send + 'static>(
         let (accepted, stored) = store(engine.as_ref(), customer, &batch, keyed.as_ref()).map_err(ingest_error)?;
         let folded = folded_of(stored.folded);
         Ok((false, IngestResult { accepted, rejected: rejected.lines, rejected_more: rejected.more, folded }))
-    })
-    .await??;
+    };
+    // An engine in another process (ClickHouse) mostly waits, and writes concurrent requests together: each
+    // waits on a thread of its own rather than hold one of the few ingestion threads.
+    let (replayed, result) = if shared {
+        tokio::task::spawn_blocking(work).await.map_err(|e| anyhow::anyhow!("an ingestion job failed: {e}"))?
+    } else {
+        on_ingest_threads(work).await?
+    }?;
     let mut response = axum::Json(result).into_response();
     if replayed {
         response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));

@@ -1,0 +1,151 @@
+//! Batches written together: the batches of concurrent requests to one shard and source go to ClickHouse in one
+//! insert (one part a day in the raw table and in each rollup table, instead of one per request), and each
+//! request is answered once that insert is stored. The first request of a group writes it: it waits up to
+//! [`WINDOW`] for others to join unless the group already holds [`FULL`] records; requests arriving while a
+//! group is written form the next one.
+
+use std::{
+    sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock},
+    time::{Duration, Instant},
+};
+
+use super::Failure;
+
+/// How long the writer of a group of fewer than [`FULL`] records waits for more.
+pub(super) const WINDOW: Duration = Duration::from_millis(100);
+/// A group of this many records is written without waiting.
+pub(super) const FULL: usize = 8_192;
+
+/// How an insert ended, for every request of its group.
+#[derive(Clone)]
+enum Outcome {
+    Stored,
+    Unavailable(String),
+    Internal(String),
+}
+
+/// One request's place in a group: set once its group is written.
+type Ticket = Arc<OnceLock<Outcome>>;
+
+/// The batches waiting to be written together (RowBinary rows, appended).
+#[derive(Default)]
+pub(super) struct Group {
+    pub(super) dict: Vec<u8>,
+    pub(super) rows: Vec<u8>,
+    records: usize,
+    tickets: Vec<Ticket>,
+}
+
+#[derive(Default)]
+struct State {
+    group: Group,
+    /// A group is being gathered or written.
+    writing: bool,
+}
+
+/// The inserts of one shard and source.
+#[derive(Default)]
+pub(super) struct Lane {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Lane {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a batch's dictionary and raw rows (`records` of them) to the next group and returns once that
+    /// group is stored, or its insert failed; `write` writes a group (called on this thread if this request
+    /// is the one to write it).
+    pub(super) fn insert(
+        &self,
+        dict: Vec<u8>,
+        rows: Vec<u8>,
+        records: usize,
+        write: impl Fn(Group) -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        let ticket: Ticket = Arc::default();
+        let mut state = self.lock();
+        state.group.dict.extend_from_slice(&dict);
+        state.group.rows.extend_from_slice(&rows);
+        state.group.records += records;
+        state.group.tickets.push(ticket.clone());
+        self.changed.notify_all();
+        loop {
+            if let Some(outcome) = ticket.get() {
+                return match outcome.clone() {
+                    Outcome::Stored => Ok(()),
+                    Outcome::Unavailable(m) => Err(Failure::Unavailable(m)),
+                    Outcome::Internal(m) => Err(Failure::Internal(anyhow::anyhow!(m))),
+                };
+            }
+            if !state.writing {
+                // This request's batch is in the group waiting (the one written last had an outcome for it).
+                state.writing = true;
+                let deadline = Instant::now() + WINDOW;
+                while state.group.records < FULL {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    state = self.changed.wait_timeout(state, left).unwrap_or_else(|e| e.into_inner()).0;
+                }
+                let mut group = std::mem::take(&mut state.group);
+                let tickets = std::mem::take(&mut group.tickets);
+                drop(state);
+                let outcome = match write(group) {
+                    Ok(()) => Outcome::Stored,
+                    Err(Failure::Unavailable(m)) => Outcome::Unavailable(m),
+                    Err(Failure::Internal(e)) => Outcome::Internal(format!("{e:#}")),
+                };
+                for t in tickets {
+                    let _ = t.set(outcome.clone());
+                }
+                state = self.lock();
+                state.writing = false;
+                self.changed.notify_all();
+                continue;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn concurrent_batches_are_written_together_and_each_caller_gets_its_groups_outcome() {
+        let lane = Lane::default();
+        let writes = AtomicUsize::new(0);
+        let written = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for i in 0..20u8 {
+                let (lane, writes, written) = (&lane, &writes, &written);
+                s.spawn(move || {
+                    let r = lane.insert(vec![i], vec![i; 3], 10, |g| {
+                        writes.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(20));
+                        written.lock().unwrap().extend(g.rows);
+                        Ok(())
+                    });
+                    assert!(r.is_ok());
+                });
+            }
+        });
+        let mut rows = written.into_inner().unwrap();
+        rows.sort_unstable();
+        assert_eq!(rows, (0..20u8).flat_map(|i| [i; 3]).collect::<Vec<_>>(), "every batch once");
+        assert!(writes.load(Ordering::SeqCst) <= 3, "{} inserts for 20 batches", writes.load(Ordering::SeqCst));
+
+        // A failed insert fails every request of its group, and the next group is written again.
+        let failing = Lane::default();
+        let err = failing.insert(vec![], vec![1], 1, |_| Err(Failure::Unavailable("gone".into())));
+        assert!(matches!(err, Err(Failure::Unavailable(m)) if m == "gone"));
+        assert!(failing.insert(vec![], vec![2], FULL, |g| if g.rows == [2] { Ok(()) } else { panic!() }).is_ok());
+    }
+}
