@@ -271,6 +271,19 @@ async fn two_clickhouse_shards_answer_byte_for_byte_like_the_embedded_engine() {
             .unwrap_or_default();
         assert!(refused.contains(says) && refused.contains("same order"), "{other}: {refused}");
     }
+    // Ready while every shard answers; not ready, naming the shard, once one is gone.
+    let engine = edge_server::stats::clickhouse::ClickHouseEngine::open(
+        &edge_server::stats::clickhouse::StatsUrl::parse(&url).expect("a statistics URL"),
+        clock,
+    )
+    .expect("the same shards in the same order");
+    use edge_server::stats::StatsEngine as _;
+    assert!(engine.ready().is_ok());
+    let mut shards = shards;
+    shards[1].stop();
+    let not_ready = engine.ready().err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(not_ready.contains(&address(&shards[1])), "{not_ready}");
+    drop(engine);
     drop(shards);
 }
 

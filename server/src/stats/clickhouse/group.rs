@@ -67,8 +67,8 @@ impl Lane {
     ) -> Result<(), Failure> {
         let ticket: Ticket = Arc::default();
         let mut state = self.lock();
-        state.group.dict.extend_from_slice(&dict);
-        state.group.rows.extend_from_slice(&rows);
+        append(&mut state.group.dict, dict);
+        append(&mut state.group.rows, rows);
         state.group.records += records;
         state.group.tickets.push(ticket.clone());
         self.changed.notify_all();
@@ -109,6 +109,15 @@ impl Lane {
             }
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+    }
+}
+
+/// Appends `more` to `to`, taking it whole when `to` is empty (a request alone in its group: no copy).
+fn append(to: &mut Vec<u8>, more: Vec<u8>) {
+    if to.is_empty() {
+        *to = more;
+    } else {
+        to.extend_from_slice(&more);
     }
 }
 
