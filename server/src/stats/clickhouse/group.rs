@@ -27,11 +27,33 @@ enum Outcome {
 /// One request's place in a group: set once its group is written.
 type Ticket = Arc<OnceLock<Outcome>>;
 
-/// The batches waiting to be written together (RowBinary rows, appended).
+/// What a batch writes (RowBinary rows): its dictionary rows, its raw rows and its rows of each rollup table
+/// (by table index; absent or empty: none).
+#[derive(Default)]
+pub(super) struct Rows {
+    pub(super) dict: Vec<u8>,
+    pub(super) raw: Vec<u8>,
+    pub(super) rollups: Vec<Vec<u8>>,
+}
+
+impl Rows {
+    /// Appends another batch's rows.
+    fn append(&mut self, more: Rows) {
+        append(&mut self.dict, more.dict);
+        append(&mut self.raw, more.raw);
+        if self.rollups.len() < more.rollups.len() {
+            self.rollups.resize_with(more.rollups.len(), Vec::new);
+        }
+        for (to, more) in self.rollups.iter_mut().zip(more.rollups) {
+            append(to, more);
+        }
+    }
+}
+
+/// The batches waiting to be written together.
 #[derive(Default)]
 pub(super) struct Group {
-    pub(super) dict: Vec<u8>,
-    pub(super) rows: Vec<u8>,
+    pub(super) rows: Rows,
     records: usize,
     tickets: Vec<Ticket>,
 }
@@ -55,20 +77,18 @@ impl Lane {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds a batch's dictionary and raw rows (`records` of them) to the next group and returns once that
-    /// group is stored, or its insert failed; `write` writes a group (called on this thread if this request
-    /// is the one to write it).
+    /// Adds a batch's rows (of `records` records) to the next group and returns once that group is stored, or
+    /// its insert failed; `write` writes a group (called on this thread if this request is the one to write
+    /// it).
     pub(super) fn insert(
         &self,
-        dict: Vec<u8>,
-        rows: Vec<u8>,
+        rows: Rows,
         records: usize,
         write: impl Fn(Group) -> Result<(), Failure>,
     ) -> Result<(), Failure> {
         let ticket: Ticket = Arc::default();
         let mut state = self.lock();
-        append(&mut state.group.dict, dict);
-        append(&mut state.group.rows, rows);
+        state.group.rows.append(rows);
         state.group.records += records;
         state.group.tickets.push(ticket.clone());
         self.changed.notify_all();
@@ -136,10 +156,13 @@ mod tests {
             for i in 0..20u8 {
                 let (lane, writes, written) = (&lane, &writes, &written);
                 s.spawn(move || {
-                    let r = lane.insert(vec![i], vec![i; 3], 10, |g| {
+                    let rows = Rows { dict: vec![i], raw: vec![i; 3], rollups: vec![vec![], vec![i]] };
+                    let r = lane.insert(rows, 10, |g| {
                         writes.fetch_add(1, Ordering::SeqCst);
                         std::thread::sleep(Duration::from_millis(20));
-                        written.lock().unwrap().extend(g.rows);
+                        assert_eq!(g.rows.dict.len() * 3, g.rows.raw.len());
+                        assert_eq!((g.rows.rollups[0].len(), g.rows.rollups[1].len()), (0, g.rows.dict.len()));
+                        written.lock().unwrap().extend(g.rows.raw);
                         Ok(())
                     });
                     assert!(r.is_ok());
@@ -153,8 +176,9 @@ mod tests {
 
         // A failed insert fails every request of its group, and the next group is written again.
         let failing = Lane::default();
-        let err = failing.insert(vec![], vec![1], 1, |_| Err(Failure::Unavailable("gone".into())));
+        let raw = |r: Vec<u8>| Rows { raw: r, ..Rows::default() };
+        let err = failing.insert(raw(vec![1]), 1, |_| Err(Failure::Unavailable("gone".into())));
         assert!(matches!(err, Err(Failure::Unavailable(m)) if m == "gone"));
-        assert!(failing.insert(vec![], vec![2], FULL, |g| if g.rows == [2] { Ok(()) } else { panic!() }).is_ok());
+        assert!(failing.insert(raw(vec![2]), FULL, |g| if g.rows.raw == [2] { Ok(()) } else { panic!() }).is_ok());
     }
 }

@@ -1,6 +1,9 @@
-//! Storing a batch: its dictionary rows and its records (RowBinary) inserted into the source's Null table,
-//! whose views write the raw table and every rollup; with an `Idempotency-Key`, an earlier attempt's parts
-//! looked for first and only what they lack written.
+//! Storing a batch: its dictionary rows, its records (RowBinary) into the raw table, and its rows of every
+//! rollup, summed here as the embedded engine sums them (the same plan: each grouping set from the records
+//! or from a summed parent) and inserted into each rollup table as aggregate states. Summing the batch here
+//! costs the server a few microseconds a record; ClickHouse then writes a few rollup rows a record instead
+//! of expanding every record into one row a grouping set (~145) and grouping those by their text. With an
+//! `Idempotency-Key`, an earlier attempt's parts are looked for first and only what they lack written.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -8,9 +11,11 @@ use super::{
     super::{
         AccessBatch, IngestError, Keyed, SecurityBatch, Stored, dim_id,
         ingest::{Column, SECURITY_DIMS},
+        memory::aggregate::{Input, Metrics, Plan, Records},
     },
     ClickHouseEngine, Failure,
-    schema::Source,
+    group::Rows,
+    schema::{MARKER, Source, grouping},
     shard_of,
     sql::{insert_dict, one_block},
 };
@@ -45,6 +50,76 @@ fn firsts(c: &Column) -> Vec<u32> {
 }
 
 impl ClickHouseEngine {
+    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the
+    /// dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions), the sums
+    /// and the first record's sequence number, as aggregate states. A batch with an id (sent with a key) adds a
+    /// marker row to each table for each day it has rows of there (see [`MARKER`]).
+    #[allow(clippy::too_many_arguments)]
+    fn rollup_rows<'v>(
+        &self,
+        customer: CustomerId,
+        seq: u64,
+        batch: u64,
+        plan: &Plan,
+        input: &Input,
+        value: impl Fn(usize, u32) -> &'v str,
+    ) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = vec![Vec::new(); self.rollup_tables.len()];
+        let mut days: Vec<Vec<u16>> = vec![Vec::new(); self.rollup_tables.len()];
+        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+        plan.sum_each(&mut work, input, |summed| {
+            let t = self.table_of[summed.spec];
+            let (table, spec) = (&self.rollup_tables[t], &self.specs[summed.spec]);
+            debug_assert_eq!(table.metrics.len(), summed.metrics.len());
+            let mask = grouping(spec);
+            // Each column of the table: the rollup's dimension it holds, if any.
+            let place: Vec<Option<usize>> = table.dims.iter().map(|d| spec.dims.iter().position(|x| x == d)).collect();
+            let (buf, days) = (&mut out[t], &mut days[t]);
+            for (r, bucket) in summed.buckets.iter().enumerate() {
+                let day = bucket.div_euclid(86_400_000).clamp(0, i64::from(u16::MAX)) as u16;
+                if batch != 0 && days.last() != Some(&day) {
+                    days.push(day);
+                }
+                buf.extend_from_slice(&customer.to_le_bytes());
+                buf.extend_from_slice(&day.to_le_bytes());
+                buf.extend_from_slice(&mask.to_le_bytes());
+                buf.extend_from_slice(&bucket.to_le_bytes());
+                for p in &place {
+                    match p {
+                        Some(k) => {
+                            let (column, ids) = summed.cols[*k];
+                            put_str(buf, value(column, ids[r]));
+                        }
+                        None => buf.push(0),
+                    }
+                }
+                for m in summed.metrics {
+                    buf.extend_from_slice(&summed.sums[r * summed.width + m].to_le_bytes());
+                }
+                buf.push(1);
+                buf.extend_from_slice(&(seq + u64::from(summed.firsts[r])).to_le_bytes());
+            }
+        });
+        self.work.lock().unwrap_or_else(|e| e.into_inner()).push(work);
+        for ((buf, days), table) in out.iter_mut().zip(&mut days).zip(&self.rollup_tables) {
+            days.sort_unstable();
+            days.dedup();
+            for day in days.iter() {
+                buf.extend_from_slice(&customer.to_le_bytes());
+                buf.extend_from_slice(&day.to_le_bytes());
+                buf.extend_from_slice(&MARKER.to_le_bytes());
+                buf.extend_from_slice(&(batch as i64).to_le_bytes());
+                buf.extend(std::iter::repeat_n(0, table.dims.len()));
+                for _ in table.metrics {
+                    buf.extend_from_slice(&0u64.to_le_bytes());
+                }
+                buf.push(1);
+                buf.extend_from_slice(&seq.to_le_bytes());
+            }
+        }
+        out
+    }
+
     /// The first sequence number of a batch of `n` records.
     fn sequence(&self, n: usize) -> u64 {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
@@ -70,24 +145,27 @@ impl ClickHouseEngine {
         out
     }
 
-    /// Stores a batch's dictionary rows and its `records` raw rows (RowBinary, in [`Source::columns`] order)
-    /// with those of concurrent requests to the same shard ([`super::group`]).
-    fn insert(
-        &self,
-        customer: CustomerId,
-        (dict, source, rows): (Vec<u8>, Source, Vec<u8>),
-        records: usize,
-    ) -> Result<(), Failure> {
+    /// Stores a batch's rows (of `records` records) with those of concurrent requests to the same shard
+    /// ([`super::group`]): the dictionary rows, then the raw rows and each rollup table's rows at once, each
+    /// insert one part a day.
+    fn insert(&self, customer: CustomerId, source: Source, rows: Rows, records: usize) -> Result<(), Failure> {
         let shard = shard_of(customer, self.clients.len());
         let client = &self.clients[shard];
-        self.lanes[shard][source as usize].insert(dict, rows, records, |group| {
+        self.lanes[shard][source as usize].insert(rows, records, |group| {
             let client = client.clone();
-            self.block(async move {
-                insert_dict(&client, group.dict).await?;
-                let sql = format!("INSERT INTO {}_in ({}) FORMAT RowBinary", source.raw(), source.columns().join(", "));
-                let mut insert = one_block(client.insert_formatted_with(sql));
-                insert.send(group.rows.into()).await?;
-                insert.end().await
+            let mut inserts = vec![(
+                format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")),
+                group.rows.raw,
+            )];
+            for (table, rows) in self.rollup_tables.iter().zip(group.rows.rollups) {
+                if !rows.is_empty() {
+                    inserts.push((format!("INSERT INTO {} ({}) FORMAT RowBinary", table.name, table.columns()), rows));
+                }
+            }
+            let dict = group.rows.dict;
+            self.block_failure(async move {
+                insert_dict(&client, dict).await?;
+                write_all(&client, inserts).await
             })
         })
     }
@@ -105,7 +183,7 @@ impl ClickHouseEngine {
         key: &Keyed,
         batch: u64,
         ts_range: (i64, i64),
-        (dict, rows, records): (Vec<u8>, Vec<u8>, usize),
+        (rows, records): (Rows, usize),
     ) -> Result<(), Failure> {
         let client = self.client(customer);
         let (endpoint, key_text, now) = (key.endpoint.code(), key.key.clone(), self.clock.now_ms());
@@ -136,7 +214,7 @@ impl ClickHouseEngine {
         })?;
         let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
-            self.insert(customer, (dict, source, rows), records)?;
+            self.insert(customer, source, rows, records)?;
         } else {
             tracing::warn!(
                 customer,
@@ -144,7 +222,7 @@ impl ClickHouseEngine {
                 parts = landed.len(),
                 "statistics: a batch's earlier attempt left parts in ClickHouse; writing the rest"
             );
-            self.repair(customer, source, batch, dict, rows, &landed)?;
+            self.repair(customer, source, batch, rows, &landed)?;
         }
         let client = self.client(customer);
         let (endpoint, key_text, hash) = (key.endpoint.code(), key.key.clone(), hex::encode(key.body_hash));
@@ -169,6 +247,27 @@ impl ClickHouseEngine {
 
 /// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
 /// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
+/// Runs inserts (statement, RowBinary rows) at once; the first failure is the answer, once all have ended.
+pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
+    let mut running = tokio::task::JoinSet::new();
+    for (sql, rows) in inserts {
+        let client = client.clone();
+        running.spawn(async move {
+            let mut insert = one_block(client.insert_formatted_with(sql));
+            insert.send(rows.into()).await?;
+            insert.end().await
+        });
+    }
+    let mut outcome = Ok(());
+    while let Some(done) = running.join_next().await {
+        let done = done.map_err(|e| Failure::Internal(anyhow::anyhow!("a statistics insert stopped: {e}")));
+        if let (Err(e), true) = (done.and_then(|r| r.map_err(Failure::from)), outcome.is_ok()) {
+            outcome = Err(e);
+        }
+    }
+    outcome
+}
+
 fn batch_id(customer: CustomerId, key: &Keyed) -> u64 {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
@@ -205,23 +304,42 @@ impl ClickHouseEngine {
         columns.push((dim_id("client_country_code").unwrap_or(0), &batch.dims[4]));
         columns.push((dim_id("waf_action").unwrap_or(0), &allow));
         let dict = Self::dict_rows(customer, seq, &columns);
-        let mut rows = Vec::with_capacity(n * 168);
+        let mut raw = Vec::with_capacity(n * 168);
         for i in 0..n {
-            rows.extend_from_slice(&customer.to_le_bytes());
-            rows.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
-            rows.extend_from_slice(&(seq + i as u64).to_le_bytes());
+            raw.extend_from_slice(&customer.to_le_bytes());
+            raw.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
+            raw.extend_from_slice(&(seq + i as u64).to_le_bytes());
             for c in &batch.dims {
-                put_str(&mut rows, c.value(i));
+                put_str(&mut raw, c.value(i));
             }
             for m in &batch.metrics {
-                rows.extend_from_slice(&m[i].to_le_bytes());
+                raw.extend_from_slice(&m[i].to_le_bytes());
             }
-            rows.extend_from_slice(&id.to_le_bytes());
+            raw.extend_from_slice(&id.to_le_bytes());
         }
+        // The plan's access columns: the 14 of the batch, its country code as client_country_code, ALLOW as
+        // waf_action (see the embedded engine's).
+        let zeros = vec![0u32; n];
+        let mut cols: Vec<&[u32]> = batch.dims.iter().map(|c| c.ids.as_slice()).collect();
+        cols.push(&batch.dims[4].ids);
+        cols.push(&zeros);
+        let mut card: Vec<usize> = batch.dims.iter().map(|c| c.values.len()).collect();
+        card.push(batch.dims[4].values.len());
+        card.push(1);
+        let metrics: Vec<&[u64]> = batch.metrics.iter().map(Vec::as_slice).collect();
+        let input =
+            Input { ts: &batch.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps: &[] };
+        let value = |c: usize, id: u32| match c {
+            14 => batch.dims[4].values[id as usize].as_str(),
+            15 => "ALLOW",
+            c => batch.dims[c].values[id as usize].as_str(),
+        };
+        let rollups = self.rollup_rows(customer, seq, id, &self.access_plan, &input, value);
+        let rows = Rows { dict, raw, rollups };
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, (dict, Source::Access, rows), n)?,
-            Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (dict, rows, n))?,
+            None => self.insert(customer, Source::Access, rows, n)?,
+            Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
     }
@@ -243,20 +361,42 @@ impl ClickHouseEngine {
         let columns: Vec<(usize, &Column)> =
             batch.dims.iter().enumerate().map(|(i, c)| (dim_id(SECURITY_DIMS[i]).unwrap_or(0), c)).collect();
         let dict = Self::dict_rows(customer, seq, &columns);
-        let mut rows = Vec::with_capacity(n * 128);
+        let mut raw = Vec::with_capacity(n * 128);
         for i in 0..n {
-            rows.extend_from_slice(&customer.to_le_bytes());
-            rows.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
-            rows.extend_from_slice(&(seq + i as u64).to_le_bytes());
+            raw.extend_from_slice(&customer.to_le_bytes());
+            raw.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
+            raw.extend_from_slice(&(seq + i as u64).to_le_bytes());
             for c in &batch.dims {
-                put_str(&mut rows, c.value(i));
+                put_str(&mut raw, c.value(i));
             }
-            rows.extend_from_slice(&id.to_le_bytes());
+            raw.extend_from_slice(&id.to_le_bytes());
         }
+        // Which events each kind of security rollup sums: WAF events, the others, the rate-limited others.
+        let col = |name: &str| SECURITY_DIMS.iter().position(|d| *d == name).unwrap_or(0);
+        let (source, action) = (col("source"), col("event_action"));
+        let is = |c: usize, v: &str, i: usize| batch.dims[c].value(i) == v;
+        let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
+            .into_iter()
+            .map(|(waf, rate_limited)| {
+                let w = (0..n).map(|i| is(source, "waf", i) == waf && (!rate_limited || is(action, "RATE_LIMIT", i)));
+                (Records::Security { waf, rate_limited }, w.collect())
+            })
+            .collect();
+        let input = Input {
+            ts: &batch.ts_ms,
+            cols: batch.dims.iter().map(|c| c.ids.as_slice()).collect(),
+            card: batch.dims.iter().map(|c| c.values.len()).collect(),
+            metrics: Metrics::Count,
+            wanted: wanted.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
+            maps: &[],
+        };
+        let value = |c: usize, id: u32| batch.dims[c].values[id as usize].as_str();
+        let rollups = self.rollup_rows(customer, seq, id, &self.security_plan, &input, value);
+        let rows = Rows { dict, raw, rollups };
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, (dict, Source::Security, rows), n)?,
-            Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (dict, rows, n))?,
+            None => self.insert(customer, Source::Security, rows, n)?,
+            Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
     }

@@ -36,6 +36,10 @@ use serde::Deserialize;
 use super::{
     AccessBatch, Answer, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch, StatsEngine,
     Stored,
+    memory::{
+        self,
+        aggregate::{Plan, Work},
+    },
     rollups::{self, EVENT_DAYS, Spec},
 };
 use crate::{clock::Clock, store::CustomerId};
@@ -68,8 +72,16 @@ pub struct ClickHouseEngine {
     specs: Vec<Spec>,
     /// The rollup table of each spec.
     tables: Vec<String>,
-    /// How each rollup table is fed (what a repair runs).
+    /// How each rollup table was fed by schema version 2's views (which rollup tables a source writes).
     feeds: Vec<Feed>,
+    /// The distinct rollup tables, and the index of each spec's.
+    rollup_tables: Vec<schema::Table>,
+    table_of: Vec<usize>,
+    /// How a batch of each source is summed into the rollups (the embedded engine's plans), and tables for
+    /// summing, kept from batch to batch.
+    access_plan: Plan,
+    security_plan: Plan,
+    work: Mutex<Vec<Work>>,
     /// The last millisecond of the sequence handed out.
     last_slot: Mutex<u64>,
     /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
@@ -212,8 +224,14 @@ impl ClickHouseEngine {
         let specs = rollups::all_specs();
         let tables: Vec<String> = specs.iter().map(table_name).collect();
         let feeds = feeds(&specs, &tables).1;
+        let (rollup_tables, table_of) = schema::layout(&specs, &tables);
         let engine = ClickHouseEngine {
             feeds,
+            rollup_tables,
+            table_of,
+            access_plan: memory::access_plan(&specs),
+            security_plan: memory::security_plan(&specs),
+            work: Mutex::default(),
             clients: bases.iter().map(|b| b.clone().with_database(&url.database)).collect(),
             addresses: url.shards.clone(),
             lanes: url.shards.iter().map(|_| Default::default()).collect(),

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::{
     ClickHouseEngine, Failure,
+    group::Rows,
     schema::{MARKER, Source},
     sql::{Sql, bind, insert_dict, one_block_query},
 };
@@ -46,24 +47,22 @@ impl ClickHouseEngine {
         Ok(rows.into_iter().map(|r| (r.t, r.d)).collect())
     }
 
-    /// Writes what an earlier attempt of a batch did not leave: its rows go to a scratch table, from which
-    /// each target (the raw table, every rollup table the source feeds) gets the days it lacks.
+    /// Writes what an earlier attempt of a batch did not leave: its raw rows and each rollup table's rows go
+    /// to scratch tables, from which each target gets the days it lacks.
     pub(super) fn repair(
         &self,
         customer: CustomerId,
         source: Source,
         batch: u64,
-        dict: Vec<u8>,
-        rows: Vec<u8>,
+        rows: Rows,
         landed: &[(String, String)],
     ) -> Result<(), Failure> {
         let scratch = format!("repair_{customer}_{batch}").replace('-', "n");
-        let columns = source.columns().join(", ");
-        let lacking = |table: &str| -> Sql {
+        let lacking = |table: &str, day: &str| -> Sql {
             let days: Vec<&String> = landed.iter().filter(|(t, _)| t == table).map(|(_, d)| d).collect();
             let mut sql = Sql::default();
             if !days.is_empty() {
-                sql.push(" AND toString(toDate(intDiv(ts, 1000))) NOT IN (");
+                let _ = write!(sql.text, " AND toString({day}) NOT IN (");
                 for (i, d) in days.into_iter().enumerate() {
                     sql.push(if i > 0 { ", " } else { "" }).text(d);
                 }
@@ -71,33 +70,42 @@ impl ClickHouseEngine {
             }
             sql
         };
-        let mut statements: Vec<Sql> = Vec::new();
+        // (scratch table, its definition, its columns, its rows, the statement that fills the target from it)
+        let mut steps: Vec<(String, String, String, Vec<u8>, Sql)> = Vec::new();
+        let columns = source.columns().join(", ");
         let mut raw = Sql::default();
         raw.push(&format!("INSERT INTO {} ({columns}) SELECT {columns} FROM {scratch} WHERE 1", source.raw()));
-        raw.append(lacking(source.raw()));
-        statements.push(raw);
-        for feed in self.feeds.iter().filter(|f| f.source == source) {
-            let extra = lacking(&feed.table);
-            let mut sql = Sql::default();
-            let text = feed.select(&scratch, &extra.text);
-            sql.push(&format!("INSERT INTO {} ", feed.table)).push(&text);
-            sql.args = extra.args;
-            statements.push(sql);
+        raw.append(lacking(source.raw(), "toDate(intDiv(ts, 1000))"));
+        steps.push((scratch.clone(), format!("({}) ENGINE = Memory", source.definitions()), columns, rows.raw, raw));
+        for (t, (table, table_rows)) in self.rollup_tables.iter().zip(rows.rollups).enumerate() {
+            if table_rows.is_empty() {
+                continue;
+            }
+            let (name, columns) = (format!("{scratch}_{t}"), table.columns());
+            let mut fill = Sql::default();
+            fill.push(&format!("INSERT INTO {} ({columns}) SELECT {columns} FROM {name} WHERE 1", table.name));
+            fill.append(lacking(&table.name, "day"));
+            steps.push((name, format!("AS {} ENGINE = Memory", table.name), columns, table_rows, fill));
         }
         let client = self.client(customer);
-        let definitions = source.definitions();
+        let dict = rows.dict;
         self.block(async move {
-            client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;
-            client.query(&format!("CREATE TABLE {scratch} ({definitions}) ENGINE = Memory")).execute().await?;
-            let mut insert =
-                client.insert_formatted_with(format!("INSERT INTO {scratch} ({columns}) FORMAT RowBinary"));
-            insert.send(rows.into()).await?;
-            insert.end().await?;
-            insert_dict(&client, dict).await?;
-            for sql in statements {
-                one_block_query(bind(client.query(&sql.text), sql.args)).execute().await?;
+            for (name, definition, columns, rows, _) in &steps {
+                client.query(&format!("DROP TABLE IF EXISTS {name}")).execute().await?;
+                client.query(&format!("CREATE TABLE {name} {definition}")).execute().await?;
+                let mut insert =
+                    client.insert_formatted_with(format!("INSERT INTO {name} ({columns}) FORMAT RowBinary"));
+                insert.send(rows.clone().into()).await?;
+                insert.end().await?;
             }
-            client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await
+            insert_dict(&client, dict).await?;
+            for (_, _, _, _, fill) in &steps {
+                one_block_query(bind(client.query(&fill.text), fill.args.clone())).execute().await?;
+            }
+            for (name, ..) in &steps {
+                client.query(&format!("DROP TABLE IF EXISTS {name}")).execute().await?;
+            }
+            Ok(())
         })
     }
 }

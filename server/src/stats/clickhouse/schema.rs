@@ -60,6 +60,49 @@ fn metric_columns(spec: &Spec) -> &'static [&'static str] {
 /// of a cut-off first attempt landed.
 pub(super) const MARKER: u64 = 1 << 63;
 
+/// A rollup table as the server writes it: its dimension columns (dimension ids, ascending) and metric
+/// columns, and the specs whose rows it holds.
+pub(super) struct Table {
+    pub(super) name: String,
+    pub(super) dims: Vec<usize>,
+    pub(super) metrics: &'static [&'static str],
+}
+
+impl Table {
+    /// The columns an insert of the server's rows names, in the order of [`super::insert`]'s RowBinary.
+    pub(super) fn columns(&self) -> String {
+        let mut out = String::from("customer, day, grouping, bucket");
+        for d in &self.dims {
+            let _ = write!(out, ", {}", col(DIMS[*d]));
+        }
+        for m in self.metrics {
+            let _ = write!(out, ", {m}");
+        }
+        out.push_str(", first");
+        out
+    }
+}
+
+/// The distinct rollup tables of `specs` (whose tables are `tables`), and the index of each spec's.
+pub(super) fn layout(specs: &[Spec], tables: &[String]) -> (Vec<Table>, Vec<usize>) {
+    let mut out: Vec<Table> = Vec::new();
+    let mut of_spec = Vec::with_capacity(specs.len());
+    for (spec, table) in specs.iter().zip(tables) {
+        let at = match out.iter().position(|t| t.name == *table) {
+            Some(at) => at,
+            None => {
+                out.push(Table { name: table.clone(), dims: Vec::new(), metrics: metric_columns(spec) });
+                out.len() - 1
+            }
+        };
+        out[at].dims.extend(spec.dims.iter().copied());
+        out[at].dims.sort_unstable();
+        out[at].dims.dedup();
+        of_spec.push(at);
+    }
+    (out, of_spec)
+}
+
 /// Which raw table feeds a rollup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Source {

@@ -18,7 +18,7 @@ use super::{
 
 /// Which records of a batch a rollup sums.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Records {
+pub(in crate::stats) enum Records {
     All,
     /// Security events of one source (`waf` or not), only the rate-limited ones if `rate_limited`.
     Security {
@@ -51,7 +51,7 @@ struct Node {
 }
 
 /// How a family's rollups are summed from a batch.
-pub(super) struct Plan {
+pub(in crate::stats) struct Plan {
     nodes: Vec<Node>,
     /// Sums a row (8 for access logs, 1 for security events).
     metrics: usize,
@@ -64,7 +64,7 @@ pub(super) struct Plan {
 pub(super) const MAX_PARTS: usize = 4;
 
 /// What a rollup takes from a batch of its family, or None if it takes nothing.
-pub(super) struct Mapping {
+pub(in crate::stats) struct Mapping {
     pub records: Records,
     /// For each dimension of the rollup: the batch column and the batch map of its dictionary.
     pub dims: Vec<(usize, usize)>,
@@ -74,7 +74,7 @@ pub(super) struct Mapping {
 
 impl Plan {
     /// `constant`: a batch column whose value is the same for every record (`waf_action` of access logs).
-    pub(super) fn new(
+    pub(in crate::stats) fn new(
         specs: &[Spec],
         metrics: usize,
         constant: Option<usize>,
@@ -122,6 +122,95 @@ impl Plan {
         Plan { nodes, metrics, owners }
     }
 
+    /// Sums node `i` from the records or from the smallest summed parent `mine` allows.
+    fn sum_node(
+        &self,
+        work: &mut Work,
+        aggs: &[Agg],
+        i: usize,
+        input: &Input,
+        zeros: &[u32],
+        mine: impl Fn(usize) -> bool,
+    ) -> Agg {
+        let (node, n, m) = (&self.nodes[i], input.ts.len(), self.metrics);
+        let mut out = work.spare.pop().unwrap_or_default();
+        out.clear(node.cols.len());
+        let parent = node.parents.iter().copied().filter(|p| mine(*p)).min_by_key(|p| aggs[*p].len());
+        match parent {
+            None => {
+                let cols: Vec<&[u32]> = node.cols.iter().map(|c| &input.cols[*c][..n]).collect();
+                let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
+                let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| *w);
+                match input.metrics {
+                    Metrics::Columns(c) => {
+                        work.sum(&mut out, node.step, input.ts, &cols, &card, Columns(c), wanted, Some(node.records))
+                    }
+                    Metrics::Count => {
+                        work.sum(&mut out, node.step, input.ts, &cols, &card, Count, wanted, Some(node.records))
+                    }
+                }
+            }
+            Some(p) => {
+                let (pnode, pagg) = (&self.nodes[p], &aggs[p]);
+                let len = pagg.len();
+                let cols: Vec<&[u32]> = node
+                    .cols
+                    .iter()
+                    .map(|c| match pnode.cols.iter().position(|x| x == c) {
+                        Some(at) => &pagg.cols[at][..],
+                        None => &zeros[..len],
+                    })
+                    .collect();
+                let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
+                let rows = Rows { sums: &pagg.sums, m, firsts: &pagg.firsts };
+                work.sum(&mut out, node.step, &pagg.buckets, &cols, &card, rows, None, None);
+            }
+        }
+        out
+    }
+
+    /// Sums `input` into every rollup of the plan and hands each rollup's rows to `emit`, rollup by rollup
+    /// (what ClickHouse stores; each row with its first record).
+    pub(in crate::stats) fn sum_each(&self, work: &mut Work, input: &Input, mut emit: impl FnMut(Summed<'_>)) {
+        let n = input.ts.len();
+        work.slots_of = None;
+        work.firsts = true;
+        let mut aggs = std::mem::take(&mut work.aggs);
+        aggs.resize_with(self.nodes.len(), Default::default);
+        if work.zeros.len() < n {
+            work.zeros.resize(n, 0);
+        }
+        let zeros = std::mem::take(&mut work.zeros);
+        for (i, node) in self.nodes.iter().enumerate() {
+            aggs[i] = self.sum_node(work, &aggs, i, input, &zeros[..], |_| true);
+            let agg = &aggs[i];
+            for target in &node.targets {
+                emit(Summed {
+                    spec: target.spec,
+                    buckets: &agg.buckets,
+                    cols: node.cols.iter().zip(&agg.cols).map(|(c, ids)| (*c, &ids[..])).collect(),
+                    sums: &agg.sums,
+                    width: self.metrics,
+                    metrics: &target.metrics,
+                    firsts: &agg.firsts,
+                });
+            }
+            for (j, n) in self.nodes.iter().enumerate().take(i + 1) {
+                if n.last_use <= i && aggs[j].cols.capacity() > 0 {
+                    work.spare.push(std::mem::take(&mut aggs[j]));
+                }
+            }
+        }
+        for a in aggs.iter_mut() {
+            if a.cols.capacity() > 0 {
+                work.spare.push(std::mem::take(a));
+            }
+        }
+        work.aggs = aggs;
+        work.zeros = zeros;
+        work.firsts = false;
+    }
+
     /// Nodes summed record by record.
     #[cfg(test)]
     fn roots(&self) -> usize {
@@ -148,7 +237,7 @@ fn owners(nodes: &[Node], parts: usize) -> Vec<usize> {
 }
 
 /// A batch's metrics, record by record.
-pub(super) enum Metrics<'a> {
+pub(in crate::stats) enum Metrics<'a> {
     /// One column per sum.
     Columns(&'a [&'a [u64]]),
     /// Every record counts 1 (security events).
@@ -156,7 +245,7 @@ pub(super) enum Metrics<'a> {
 }
 
 /// A batch as the plan reads it.
-pub(super) struct Input<'a> {
+pub(in crate::stats) struct Input<'a> {
     pub ts: &'a [i64],
     /// Per batch column: each record's batch id.
     pub cols: Vec<&'a [u32]>,
@@ -178,6 +267,8 @@ struct Agg {
     cols: Vec<Vec<u32>>,
     /// `metrics` sums a row.
     sums: Vec<u64>,
+    /// Each row's first record (its smallest index in the batch), when the [`Work`] keeps them.
+    firsts: Vec<u32>,
 }
 
 impl Agg {
@@ -185,6 +276,7 @@ impl Agg {
         self.buckets.clear();
         self.bucket_list.clear();
         self.sums.clear();
+        self.firsts.clear();
         self.cols.resize_with(key_len, Vec::new);
         self.cols.iter_mut().for_each(Vec::clear);
     }
@@ -200,11 +292,17 @@ trait Source {
     fn width(&self) -> usize;
     fn first(&self, i: usize, out: &mut Vec<u64>);
     fn add(&self, i: usize, to: &mut [u64]);
+    /// The first record of input row `i`.
+    fn first_record(&self, i: usize) -> u32;
 }
 
 struct Columns<'a>(&'a [&'a [u64]]);
 
 impl Source for Columns<'_> {
+    #[inline]
+    fn first_record(&self, i: usize) -> u32 {
+        i as u32
+    }
     fn width(&self) -> usize {
         self.0.len()
     }
@@ -223,6 +321,10 @@ impl Source for Columns<'_> {
 struct Count;
 
 impl Source for Count {
+    #[inline]
+    fn first_record(&self, i: usize) -> u32 {
+        i as u32
+    }
     fn width(&self) -> usize {
         1
     }
@@ -239,9 +341,14 @@ impl Source for Count {
 struct Rows<'a> {
     sums: &'a [u64],
     m: usize,
+    firsts: &'a [u32],
 }
 
 impl Source for Rows<'_> {
+    #[inline]
+    fn first_record(&self, i: usize) -> u32 {
+        self.firsts.get(i).copied().unwrap_or(u32::MAX)
+    }
     fn width(&self) -> usize {
         self.m
     }
@@ -257,9 +364,27 @@ impl Source for Rows<'_> {
     }
 }
 
+/// One rollup's rows summed from a batch ([`Plan::sum_each`]).
+pub(in crate::stats) struct Summed<'a> {
+    /// The rollup (an index into the plan's specs).
+    pub spec: usize,
+    /// Each row's bucket.
+    pub buckets: &'a [i64],
+    /// For each dimension of the rollup, in its order: the batch column, and each row's batch id in it.
+    pub cols: Vec<(usize, &'a [u32])>,
+    /// `width` sums a row, of which the rollup's metrics are `metrics` (indices into a row's sums).
+    pub sums: &'a [u64],
+    pub width: usize,
+    pub metrics: &'a [usize],
+    /// Each row's first record.
+    pub firsts: &'a [u32],
+}
+
 /// Tables for summing, kept with their capacity from batch to batch.
 #[derive(Default)]
-pub(super) struct Work {
+pub(in crate::stats) struct Work {
+    /// Keep each summed row's first record (what ClickHouse's rollups keep for their order of ties).
+    firsts: bool,
     aggs: Vec<Agg>,
     spare: Vec<Agg>,
     /// Per input row: the index of its bucket in `buckets` (u32::MAX: not summed).
@@ -340,16 +465,26 @@ impl Work {
         out.bucket_list.sort_unstable();
         let product = card.iter().try_fold(1u64, |p, c| p.checked_mul(*c.max(&1) as u64));
         let space = product.and_then(|p| p.checked_mul(self.buckets.len().max(1) as u64)).filter(|s| *s < u64::MAX);
+        let w = source.width();
         let position =
             |i: usize| cols.iter().zip(card).fold(0u64, |k, (c, n)| k * (*n).max(1) as u64 + u64::from(c[i]));
+        let firsts = self.firsts;
         let new_row = |out: &mut Agg, i: usize, bucket: i64| {
             out.buckets.push(bucket);
             for (o, c) in out.cols.iter_mut().zip(cols) {
                 o.push(c[i]);
             }
             source.first(i, &mut out.sums);
+            if firsts {
+                out.firsts.push(source.first_record(i));
+            }
         };
-        let w = source.width();
+        let add = |out: &mut Agg, i: usize, row: usize| {
+            source.add(i, &mut out.sums[row * w..(row + 1) * w]);
+            if firsts {
+                out.firsts[row] = out.firsts[row].min(source.first_record(i));
+            }
+        };
         match (product, space) {
             (Some(product), Some(space)) if space as usize <= DENSE_KEYS.max(2 * n) => {
                 self.table.clear();
@@ -365,9 +500,7 @@ impl Work {
                             self.table[at] = out.len() as u32;
                             new_row(out, i, self.buckets[slot as usize]);
                         }
-                        row => {
-                            source.add(i, &mut out.sums[row as usize * w..(row as usize + 1) * w]);
-                        }
+                        row => add(out, i, row as usize),
                     }
                 }
             }
@@ -387,8 +520,7 @@ impl Work {
                     loop {
                         let k = self.keys[at];
                         if k == key {
-                            let row = self.rows[at] as usize;
-                            source.add(i, &mut out.sums[row * w..(row + 1) * w]);
+                            add(out, i, self.rows[at] as usize);
                             break;
                         }
                         if k == u64::MAX {
@@ -410,10 +542,7 @@ impl Work {
                     }
                     let key = cols.iter().fold(0u128, |k, c| (k << ID_BITS) | u128::from(c[i]));
                     match self.wide.entry((slot, key)) {
-                        std::collections::hash_map::Entry::Occupied(e) => {
-                            let row = *e.get() as usize;
-                            source.add(i, &mut out.sums[row * w..(row + 1) * w]);
-                        }
+                        std::collections::hash_map::Entry::Occupied(e) => add(out, i, *e.get() as usize),
                         std::collections::hash_map::Entry::Vacant(e) => {
                             e.insert(out.len() as u32);
                             new_row(out, i, self.buckets[slot as usize]);
@@ -470,47 +599,7 @@ impl Plan {
             if owners[i] != part {
                 continue;
             }
-            let mut out = work.spare.pop().unwrap_or_default();
-            out.clear(node.cols.len());
-            let parent = node.parents.iter().copied().filter(|p| owners[*p] == part).min_by_key(|p| aggs[*p].len());
-            match parent {
-                None => {
-                    let cols: Vec<&[u32]> = node.cols.iter().map(|c| &input.cols[*c][..n]).collect();
-                    let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
-                    let wanted = input.wanted.iter().find(|(r, _)| *r == node.records).map(|(_, w)| *w);
-                    match input.metrics {
-                        Metrics::Columns(c) => work.sum(
-                            &mut out,
-                            node.step,
-                            input.ts,
-                            &cols,
-                            &card,
-                            Columns(c),
-                            wanted,
-                            Some(node.records),
-                        ),
-                        Metrics::Count => {
-                            work.sum(&mut out, node.step, input.ts, &cols, &card, Count, wanted, Some(node.records))
-                        }
-                    }
-                }
-                Some(p) => {
-                    let (pnode, pagg) = (&self.nodes[p], &aggs[p]);
-                    let len = pagg.len();
-                    let cols: Vec<&[u32]> = node
-                        .cols
-                        .iter()
-                        .map(|c| match pnode.cols.iter().position(|x| x == c) {
-                            Some(at) => &pagg.cols[at][..],
-                            None => &zeros[..len],
-                        })
-                        .collect();
-                    let card: Vec<usize> = node.cols.iter().map(|c| input.card[*c]).collect();
-                    let rows = Rows { sums: &pagg.sums, m };
-                    work.sum(&mut out, node.step, &pagg.buckets, &cols, &card, rows, None, None);
-                }
-            }
-            aggs[i] = out;
+            aggs[i] = self.sum_node(work, &aggs, i, input, &zeros[..], |p| owners[p] == part);
             for (t, target) in node.targets.iter().enumerate() {
                 match try_lock(&rollups[target.spec]) {
                     Some(mut rollup) => merge(work, &aggs[i], node, target, m, input.maps, &mut rollup, horizon, rows),

@@ -29,7 +29,7 @@ use super::{
 };
 use crate::{clock::Clock, store::CustomerId};
 
-mod aggregate;
+pub(super) mod aggregate;
 mod applier;
 mod block;
 mod codec;
@@ -57,14 +57,14 @@ const ID_BITS: u32 = 25;
 /// Distinct values one dimension of one customer can hold.
 pub const MAX_IDS: usize = 1 << ID_BITS;
 /// Security event dimensions stored with each raw event (ids into [`DIMS`]): those of a security batch.
-const EVENT_DIMS: [&str; 14] = SECURITY_DIMS;
+pub(super) const EVENT_DIMS: [&str; 14] = SECURITY_DIMS;
 
 /// The access columns a plan reads: the 14 of a batch, then its country code as `client_country_code`, then
 /// `waf_action` (always ALLOW).
-const ACCESS_WAF_ACTION: usize = 15;
+pub(super) const ACCESS_WAF_ACTION: usize = 15;
 
 /// What a rollup takes from an access batch.
-fn access_mapping(spec: &Spec) -> Option<Mapping> {
+pub(super) fn access_mapping(spec: &Spec) -> Option<Mapping> {
     let metrics = match spec.kind {
         Kind::Delivery => (0..METRICS).collect(),
         Kind::TopKUrl | Kind::RequestTrend => vec![HITS],
@@ -82,8 +82,18 @@ fn access_mapping(spec: &Spec) -> Option<Mapping> {
     Some(Mapping { records: Records::All, dims, metrics })
 }
 
+/// How an access batch is summed into the rollups of `specs`.
+pub(super) fn access_plan(specs: &[Spec]) -> Plan {
+    Plan::new(specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping)
+}
+
+/// How a security batch is summed into the rollups of `specs`.
+pub(super) fn security_plan(specs: &[Spec]) -> Plan {
+    Plan::new(specs, 1, None, security_mapping)
+}
+
 /// What a rollup takes from a security batch.
-fn security_mapping(spec: &Spec) -> Option<Mapping> {
+pub(super) fn security_mapping(spec: &Spec) -> Option<Mapping> {
     let records = match spec.kind {
         Kind::WafTrend | Kind::RequestTrend => Records::Security { waf: true, rate_limited: false },
         Kind::ShapingTrend => Records::Security { waf: false, rate_limited: false },
@@ -173,8 +183,8 @@ impl MemoryEngine {
             tenants: RwLock::new(HashMap::new()),
             log: Log::open(wal_path.clone(), applied, 0)?,
             limits,
-            access_plan: Plan::new(&specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping),
-            security_plan: Plan::new(&specs, 1, None, security_mapping),
+            access_plan: access_plan(&specs),
+            security_plan: security_plan(&specs),
             work: Mutex::new(Vec::new()),
             ready: applier::Ready::default(),
             specs,
