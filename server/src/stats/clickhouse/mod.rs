@@ -1,9 +1,11 @@
 //! The ClickHouse statistics engine: raw access-log and security-event tables (MergeTree, one partition a day,
-//! ordered by customer and time) feed, through materialized views, the rollups both engines keep
-//! ([`super::rollups`]) — the same grouping sets and granularities, one AggregatingMergeTree table per kind and
-//! granularity holding every grouping set of both (a `grouping` column tells them apart; each record goes to
-//! each set by ARRAY JOIN) — so a query reads the same rollup the embedded engine would and answers the same
-//! rows in the same order. Few tables keep inserts cheap: each creates one part per table and day.
+//! ordered by customer and time) and the rollups both engines keep ([`super::rollups`]) — the same grouping
+//! sets and granularities, one AggregatingMergeTree table per kind and granularity holding the grouping sets
+//! of both (a `grouping` column tells them apart). The server sums each batch into the rollups as the
+//! embedded engine does (its plan) and inserts the summed rows; only a rollup that no other of its table
+//! contains is written, the others are summed from it at query time ([`schema::stand_ins`]), so a query
+//! answers the same rows in the same order as the embedded engine. Few tables keep inserts cheap: each
+//! insert creates one part per table and day.
 //!
 //! Order where the embedded engine has no value to sort by is the order it first saw things in: each stored
 //! record carries a sequence number (when its batch arrived, then its place in the batch); a rollup row keeps
@@ -72,11 +74,13 @@ pub struct ClickHouseEngine {
     specs: Vec<Spec>,
     /// The rollup table of each spec.
     tables: Vec<String>,
-    /// How each rollup table was fed by schema version 2's views (which rollup tables a source writes).
+    /// How each rollup table is fed by schema version 2's views (also: which rollup tables a source writes).
     feeds: Vec<Feed>,
     /// The distinct rollup tables, and the index of each spec's.
     rollup_tables: Vec<schema::Table>,
     table_of: Vec<usize>,
+    /// The rollup whose rows stand for each spec's ([`schema::stand_ins`]).
+    stand_in: Vec<usize>,
     /// How a batch of each source is summed into the rollups (the embedded engine's plans), and tables for
     /// summing, kept from batch to batch.
     access_plan: Plan,
@@ -227,6 +231,7 @@ impl ClickHouseEngine {
         let (rollup_tables, table_of) = schema::layout(&specs, &tables);
         let engine = ClickHouseEngine {
             feeds,
+            stand_in: schema::stand_ins(&specs, &tables),
             rollup_tables,
             table_of,
             access_plan: memory::access_plan(&specs),

@@ -95,7 +95,8 @@ impl ClickHouseEngine {
         let stored: Vec<&str> = target.stored.iter().map(|(_, id)| DIMS[*id]).collect();
         let dim_ids = target.dim_ids();
         let columns_of: Vec<String> = stored.iter().map(|d| col(d)).collect();
-        let spec = &self.specs[index];
+        // Read from the rows of the rollup that stands for the query's (the same table).
+        let spec = &self.specs[self.stand_in[index]];
         let table = &self.tables[index];
         let filter = filter_sql(&q.filter, name, |d| dim_id(d).is_some_and(|id| spec.dims.contains(&id)), col)?;
         let metric_cols: Vec<&str> = q

@@ -18,7 +18,12 @@ use super::{
 /// The schema this version writes and reads; kept in the `edge_schema` table.
 /// 2: batches go through Null tables (`access_in`, `security_in`) whose views write the raw rows (with a
 /// batch id) and the rollups (with a marker row per batch with a key and day), and kept keys (`ingest_keys`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the same tables; the server writes the raw rows and the rollups' rows (summed, as aggregate states)
+/// itself, and only the rollups that stand for others ([`stand_ins`]): a server of version 2 would miss the
+/// rows of the others, so it refuses a database of version 3. The views of version 2 stay, so that a replica
+/// of version 2 still running during an upgrade writes everything; nothing of version 3 inserts into their
+/// Null tables.
+pub const SCHEMA_VERSION: u32 = 3;
 
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
@@ -101,6 +106,30 @@ pub(super) fn layout(specs: &[Spec], tables: &[String]) -> (Vec<Table>, Vec<usiz
         of_spec.push(at);
     }
     (out, of_spec)
+}
+
+/// The rollup whose rows stand for each spec's (an index into `specs`): its own if no other rollup of its table
+/// holds all its dimensions, else the smallest of those that no other holds. Only those rollups are written;
+/// a query of another is summed from its stand-in's rows at query time — the same sums, and the same first
+/// record (the smallest of the rows summed), so the same answer in the same order.
+pub(super) fn stand_ins(specs: &[Spec], tables: &[String]) -> Vec<usize> {
+    let holds = |j: usize, i: usize| {
+        tables[j] == tables[i]
+            && specs[j].dims.len() > specs[i].dims.len()
+            && specs[i].dims.iter().all(|d| specs[j].dims.contains(d))
+    };
+    let kept = |i: usize| !(0..specs.len()).any(|j| holds(j, i));
+    (0..specs.len())
+        .map(|i| {
+            if kept(i) {
+                return i;
+            }
+            (0..specs.len())
+                .filter(|j| kept(*j) && holds(*j, i))
+                .min_by_key(|j| (specs[*j].dims.len(), *j))
+                .unwrap_or(i)
+        })
+        .collect()
 }
 
 /// Which raw table feeds a rollup.
@@ -258,9 +287,9 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed
 }
 
 /// The statements that create the schema (each idempotent): raw tables, the value dictionary, the kept keys
-/// of batches, and each rollup with the materialized view(s) that feed it. Batches are inserted into a Null
-/// table per source, whose views write the raw rows and the rollups, so that a repair can write each of them
-/// alone. Dropping the views of schema version 1 (on the raw tables) comes last.
+/// of batches, and each rollup with the materialized view(s) of version 2 that feed it from a Null table per
+/// source (which this version does not insert into; see [`SCHEMA_VERSION`]). Dropping the views of schema
+/// version 1 (on the raw tables) comes last.
 fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
     let mut out =
         // MergeTree, not TinyLog: replicas starting together on a new database write it at once (databases made
@@ -381,5 +410,24 @@ impl ClickHouseEngine {
         })
         .map_err(anyhow::Error::from)
         .context("creating the statistics schema")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{super::super::rollups::all_specs, *};
+
+    #[test]
+    fn each_rollup_is_read_from_a_written_one_of_its_table_holding_its_dimensions() {
+        let specs = all_specs();
+        let tables: Vec<String> = specs.iter().map(table_name).collect();
+        let stand_in = stand_ins(&specs, &tables);
+        for (i, j) in stand_in.iter().copied().enumerate() {
+            assert_eq!(tables[i], tables[j], "{:?}", specs[i]);
+            assert!(specs[i].dims.iter().all(|d| specs[j].dims.contains(d)), "{:?} from {:?}", specs[i], specs[j]);
+            assert_eq!(stand_in[j], j, "{:?} is written", specs[j]);
+        }
+        let written = stand_in.iter().enumerate().filter(|(i, j)| i == *j).count();
+        assert!(written * 2 < specs.len(), "{written} of {} rollups written", specs.len());
     }
 }
