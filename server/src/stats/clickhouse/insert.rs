@@ -21,6 +21,9 @@ use super::{
 };
 use crate::store::CustomerId;
 
+/// Summing tables kept for the next batches (each as large as the largest batch it summed).
+const KEPT_WORK: usize = 2;
+
 /// Records of one batch share a millisecond of the sequence; a larger batch takes several.
 const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
@@ -103,7 +106,12 @@ impl ClickHouseEngine {
                 buf.extend_from_slice(&(seq + u64::from(summed.firsts[r])).to_le_bytes());
             }
         });
-        self.work.lock().unwrap_or_else(|e| e.into_inner()).push(work);
+        let mut kept = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        // Tables of as many requests as ran at once are not all kept: a burst would hold on to their memory.
+        if kept.len() < KEPT_WORK {
+            kept.push(work);
+        }
+        drop(kept);
         for ((buf, days), table) in out.iter_mut().zip(&mut days).zip(&self.rollup_tables) {
             days.sort_unstable();
             days.dedup();

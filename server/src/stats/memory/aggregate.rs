@@ -173,14 +173,8 @@ impl Plan {
     /// (what ClickHouse stores; each row with its first record).
     pub(in crate::stats) fn sum_each(&self, work: &mut Work, input: &Input, mut emit: impl FnMut(Summed<'_>)) {
         let n = input.ts.len();
-        work.slots_of = None;
         work.firsts = true;
-        let mut aggs = std::mem::take(&mut work.aggs);
-        aggs.resize_with(self.nodes.len(), Default::default);
-        if work.zeros.len() < n {
-            work.zeros.resize(n, 0);
-        }
-        let zeros = std::mem::take(&mut work.zeros);
+        let (mut aggs, zeros) = work.start(self.nodes.len(), n);
         for (i, node) in self.nodes.iter().enumerate() {
             aggs[i] = self.sum_node(work, &aggs, i, input, &zeros[..], |_| true);
             let agg = &aggs[i];
@@ -195,19 +189,9 @@ impl Plan {
                     firsts: &agg.firsts,
                 });
             }
-            for (j, n) in self.nodes.iter().enumerate().take(i + 1) {
-                if n.last_use <= i && aggs[j].cols.capacity() > 0 {
-                    work.spare.push(std::mem::take(&mut aggs[j]));
-                }
-            }
+            work.recycle(&mut aggs, |j| j <= i && self.nodes[j].last_use <= i);
         }
-        for a in aggs.iter_mut() {
-            if a.cols.capacity() > 0 {
-                work.spare.push(std::mem::take(a));
-            }
-        }
-        work.aggs = aggs;
-        work.zeros = zeros;
+        work.finish(aggs, zeros);
         work.firsts = false;
     }
 
@@ -419,6 +403,34 @@ const AHEAD: usize = 8;
 const DENSE_KEYS: usize = 4096;
 
 impl Work {
+    /// The aggregates of a batch's `nodes` nodes (none summed yet) and `n` zeros, taken out of the tables.
+    fn start(&mut self, nodes: usize, n: usize) -> (Vec<Agg>, Vec<u32>) {
+        // Buckets found for the previous batch are not this one's.
+        self.slots_of = None;
+        let mut aggs = std::mem::take(&mut self.aggs);
+        aggs.resize_with(nodes, Default::default);
+        if self.zeros.len() < n {
+            self.zeros.resize(n, 0);
+        }
+        (aggs, std::mem::take(&mut self.zeros))
+    }
+
+    /// Keeps the aggregates `done` with (by node) for the next nodes to sum into.
+    fn recycle(&mut self, aggs: &mut [Agg], done: impl Fn(usize) -> bool) {
+        for (j, a) in aggs.iter_mut().enumerate() {
+            if a.cols.capacity() > 0 && done(j) {
+                self.spare.push(std::mem::take(a));
+            }
+        }
+    }
+
+    /// Puts back what [`Work::start`] took, every aggregate done with.
+    fn finish(&mut self, mut aggs: Vec<Agg>, zeros: Vec<u32>) {
+        self.recycle(&mut aggs, |_| true);
+        self.aggs = aggs;
+        self.zeros = zeros;
+    }
+
     /// Sums `len` input rows of time or bucket `ts`, key columns `cols` (batch ids below `card`) and sums
     /// `source` into `out`, by bucket of `step`; only rows that are `wanted`. `records`: the kind of the
     /// batch's records summed (None when `ts` are not the batch's), so that nodes of the same granularity
@@ -584,14 +596,7 @@ impl Plan {
         let owners = &self.owners[parts.clamp(1, MAX_PARTS) - 1];
         let n = input.ts.len();
         let m = self.metrics;
-        // Buckets found for the previous batch are not this one's.
-        work.slots_of = None;
-        let mut aggs = std::mem::take(&mut work.aggs);
-        aggs.resize_with(self.nodes.len(), Default::default);
-        if work.zeros.len() < n {
-            work.zeros.resize(n, 0);
-        }
-        let zeros = std::mem::take(&mut work.zeros);
+        let (mut aggs, zeros) = work.start(self.nodes.len(), n);
         // (node, target) merges waiting for a lock; aggregates still needed.
         let mut waiting: Vec<(usize, usize)> = Vec::new();
         let mut pending = vec![0usize; self.nodes.len()];
@@ -622,24 +627,14 @@ impl Plan {
                 }
             });
             // Aggregates no later node is summed from, and merged, are done with.
-            for (j, n) in self.nodes.iter().enumerate().take(i + 1) {
-                if n.last_use <= i && pending[j] == 0 && aggs[j].cols.capacity() > 0 {
-                    work.spare.push(std::mem::take(&mut aggs[j]));
-                }
-            }
+            work.recycle(&mut aggs, |j| j <= i && self.nodes[j].last_use <= i && pending[j] == 0);
         }
         for (w, t) in waiting {
             let target = &self.nodes[w].targets[t];
             let mut rollup = lock(&rollups[target.spec]);
             merge(work, &aggs[w], &self.nodes[w], target, m, input.maps, &mut rollup, horizon, rows);
         }
-        for a in aggs.iter_mut() {
-            if a.cols.capacity() > 0 {
-                work.spare.push(std::mem::take(a));
-            }
-        }
-        work.aggs = aggs;
-        work.zeros = zeros;
+        work.finish(aggs, zeros);
     }
 }
 
