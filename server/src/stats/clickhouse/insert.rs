@@ -11,7 +11,10 @@ use super::{
     super::{
         AccessBatch, IngestError, Keyed, SecurityBatch, Stored, dim_id,
         ingest::{Column, SECURITY_DIMS},
-        memory::aggregate::{Input, Metrics, Plan, Records},
+        memory::{
+            self,
+            aggregate::{Input, Plan},
+        },
     },
     ClickHouseEngine, Failure,
     group::Rows,
@@ -256,8 +259,6 @@ impl ClickHouseEngine {
     }
 }
 
-/// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
-/// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
 /// Runs inserts (statement, RowBinary rows) at once; the first failure is the answer, once all have ended.
 pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
     let mut running = tokio::task::JoinSet::new();
@@ -279,6 +280,8 @@ pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String,
     outcome
 }
 
+/// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
+/// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
 fn batch_id(customer: CustomerId, key: &Keyed) -> u64 {
     use sha2::Digest as _;
     let mut h = sha2::Sha256::new();
@@ -328,23 +331,10 @@ impl ClickHouseEngine {
             }
             raw.extend_from_slice(&id.to_le_bytes());
         }
-        // The plan's access columns: the 14 of the batch, its country code as client_country_code, ALLOW as
-        // waf_action (see the embedded engine's).
         let zeros = vec![0u32; n];
-        let mut cols: Vec<&[u32]> = batch.dims.iter().map(|c| c.ids.as_slice()).collect();
-        cols.push(&batch.dims[4].ids);
-        cols.push(&zeros);
-        let mut card: Vec<usize> = batch.dims.iter().map(|c| c.values.len()).collect();
-        card.push(batch.dims[4].values.len());
-        card.push(1);
         let metrics: Vec<&[u64]> = batch.metrics.iter().map(Vec::as_slice).collect();
-        let input =
-            Input { ts: &batch.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps: &[] };
-        let value = |c: usize, id: u32| match c {
-            14 => batch.dims[4].values[id as usize].as_str(),
-            15 => "ALLOW",
-            c => batch.dims[c].values[id as usize].as_str(),
-        };
+        let input = memory::access_input(batch, &zeros, &metrics, &[]);
+        let value = |c: usize, id: u32| memory::access_value(batch, c, id);
         let rollups = self.rollup_rows(customer, seq, id, &self.access_plan, &input, value);
         let rows = Rows { dict, raw, rollups };
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
@@ -382,25 +372,8 @@ impl ClickHouseEngine {
             }
             raw.extend_from_slice(&id.to_le_bytes());
         }
-        // Which events each kind of security rollup sums: WAF events, the others, the rate-limited others.
-        let col = |name: &str| SECURITY_DIMS.iter().position(|d| *d == name).unwrap_or(0);
-        let (source, action) = (col("source"), col("event_action"));
-        let is = |c: usize, v: &str, i: usize| batch.dims[c].value(i) == v;
-        let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
-            .into_iter()
-            .map(|(waf, rate_limited)| {
-                let w = (0..n).map(|i| is(source, "waf", i) == waf && (!rate_limited || is(action, "RATE_LIMIT", i)));
-                (Records::Security { waf, rate_limited }, w.collect())
-            })
-            .collect();
-        let input = Input {
-            ts: &batch.ts_ms,
-            cols: batch.dims.iter().map(|c| c.ids.as_slice()).collect(),
-            card: batch.dims.iter().map(|c| c.values.len()).collect(),
-            metrics: Metrics::Count,
-            wanted: wanted.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
-            maps: &[],
-        };
+        let kinds = memory::security_kinds(batch);
+        let input = memory::security_input(batch, &kinds, &[]);
         let value = |c: usize, id: u32| batch.dims[c].values[id as usize].as_str();
         let rollups = self.rollup_rows(customer, seq, id, &self.security_plan, &input, value);
         let rows = Rows { dict, raw, rollups };

@@ -92,6 +92,74 @@ pub(super) fn security_plan(specs: &[Spec]) -> Plan {
     Plan::new(specs, 1, None, security_mapping)
 }
 
+/// An access batch as a plan reads it ([`ACCESS_WAF_ACTION`]): its 14 columns, its country code again as
+/// `client_country_code`, and `zeros` (one a record: ALLOW, the one value) as `waf_action`; `metrics` are the
+/// batch's metric columns.
+pub(super) fn access_input<'a>(
+    b: &'a AccessBatch,
+    zeros: &'a [u32],
+    metrics: &'a [&'a [u64]],
+    maps: &'a [Vec<u32>],
+) -> aggregate::Input<'a> {
+    let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
+    cols.push(&b.dims[4].ids);
+    cols.push(zeros);
+    let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
+    card.push(b.dims[4].values.len());
+    card.push(1);
+    aggregate::Input {
+        ts: &b.ts_ms,
+        cols,
+        card,
+        metrics: aggregate::Metrics::Columns(metrics),
+        wanted: Vec::new(),
+        maps,
+    }
+}
+
+/// The value of batch id `id` of column `column` of [`access_input`].
+pub(super) fn access_value(b: &AccessBatch, column: usize, id: u32) -> &str {
+    match column {
+        ACCESS_WAF_ACTION => "ALLOW",
+        14 => b.dims[4].values[id as usize].as_str(),
+        c => b.dims[c].values[id as usize].as_str(),
+    }
+}
+
+/// Which events of a security batch each kind of security rollup sums: WAF events, the others, the
+/// rate-limited others.
+pub(super) fn security_kinds(b: &SecurityBatch) -> Vec<(aggregate::Records, Vec<bool>)> {
+    let col = |name: &str| EVENT_DIMS.iter().position(|d| *d == name).unwrap_or(0);
+    let (source, action) = (col("source"), col("event_action"));
+    let local_of = |c: usize, v: &str| b.dims[c].values.iter().position(|x| x == v).map(|i| i as u32);
+    let (waf, rate_limit) = (local_of(source, "waf"), local_of(action, "RATE_LIMIT"));
+    let is_waf: Vec<bool> = b.dims[source].ids.iter().map(|s| Some(*s) == waf).collect();
+    let limited: Vec<bool> = b.dims[action].ids.iter().map(|a| Some(*a) == rate_limit).collect();
+    [(true, false), (false, false), (false, true)]
+        .into_iter()
+        .map(|(waf, rate_limited)| {
+            let w = (0..b.len()).map(|i| is_waf[i] == waf && (!rate_limited || limited[i])).collect();
+            (aggregate::Records::Security { waf, rate_limited }, w)
+        })
+        .collect()
+}
+
+/// A security batch as a plan reads it: its columns, each event counted once, `kinds` from [`security_kinds`].
+pub(super) fn security_input<'a>(
+    b: &'a SecurityBatch,
+    kinds: &'a [(aggregate::Records, Vec<bool>)],
+    maps: &'a [Vec<u32>],
+) -> aggregate::Input<'a> {
+    aggregate::Input {
+        ts: &b.ts_ms,
+        cols: b.dims.iter().map(|c| c.ids.as_slice()).collect(),
+        card: b.dims.iter().map(|c| c.values.len()).collect(),
+        metrics: aggregate::Metrics::Count,
+        wanted: kinds.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
+        maps,
+    }
+}
+
 /// What a rollup takes from a security batch.
 pub(super) fn security_mapping(spec: &Spec) -> Option<Mapping> {
     let records = match spec.kind {

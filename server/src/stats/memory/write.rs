@@ -12,7 +12,7 @@ use super::{
         rollups::{EVENT_DAYS, day_start, ids, kind_of},
     },
     Core, EVENT_DIMS, ID_BITS, MAX_IDS,
-    aggregate::{self, Horizon, Input, Metrics, Records, Work},
+    aggregate::{self, Horizon, Work},
     codec::{
         Enc, KIND_ACCESS, KIND_ACCESS_KEYED, KIND_SECURITY, KIND_SECURITY_KEYED, wire_access_into, wire_security_into,
     },
@@ -70,16 +70,9 @@ impl Core {
     /// Adds an encoded access batch to every delivery, top-K URL and request-trend rollup.
     pub(super) fn apply_access(&self, tenant: &Tenant, b: &AccessBatch, maps: &[Vec<u32>]) {
         let zeros = vec![0u32; b.len()];
-        let mut card: Vec<usize> = b.dims.iter().map(|c| c.values.len()).collect();
-        card.push(b.dims[4].values.len());
-        card.push(1);
         let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
-        // Access columns: the 14 of the batch, its country code as client_country_code, ALLOW as waf_action.
-        let mut cols: Vec<&[u32]> = b.dims.iter().map(|c| c.ids.as_slice()).collect();
-        cols.push(&b.dims[4].ids);
-        cols.push(&zeros);
         let metrics: Vec<&[u64]> = b.metrics.iter().map(Vec::as_slice).collect();
-        let input = Input { ts: &b.ts_ms, cols, card, metrics: Metrics::Columns(&metrics), wanted: Vec::new(), maps };
+        let input = super::access_input(b, &zeros, &metrics, maps);
         in_parts(b.len(), |part| {
             self.with_work(|work| self.access_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part));
         });
@@ -94,12 +87,6 @@ impl Core {
     /// Adds an encoded security batch to the raw events and every security rollup.
     pub(super) fn apply_security(&self, tenant: &Tenant, b: &SecurityBatch, maps: &[Vec<u32>]) {
         let n = b.len();
-        let col = |name: &str| EVENT_DIMS.iter().position(|d| *d == name).unwrap_or(0);
-        let (source, action) = (col("source"), col("event_action"));
-        let local_of = |c: usize, v: &str| b.dims[c].values.iter().position(|x| x == v).map(|i| i as u32);
-        let (waf, rate_limit) = (local_of(source, "waf"), local_of(action, "RATE_LIMIT"));
-        let is_waf: Vec<bool> = b.dims[source].ids.iter().map(|s| Some(*s) == waf).collect();
-        let limited: Vec<bool> = b.dims[action].ids.iter().map(|a| Some(*a) == rate_limit).collect();
         {
             let events_from = day_start(self.clock.now_ms()) - EVENT_DAYS * 86_400_000;
             let mut ev = write(&tenant.events);
@@ -115,22 +102,9 @@ impl Core {
             }
             tenant.add_rows((ev.ts.len() - before) as u64);
         }
-        let wanted: Vec<(Records, Vec<bool>)> = [(true, false), (false, false), (false, true)]
-            .into_iter()
-            .map(|(waf, rate_limited)| {
-                let w = (0..n).map(|i| is_waf[i] == waf && (!rate_limited || limited[i])).collect();
-                (Records::Security { waf, rate_limited }, w)
-            })
-            .collect();
+        let kinds = super::security_kinds(b);
         let horizon = Horizon { now_ms: self.clock.now_ms(), limits: self.limits };
-        let input = Input {
-            ts: &b.ts_ms,
-            cols: b.dims.iter().map(|c| c.ids.as_slice()).collect(),
-            card: b.dims.iter().map(|c| c.values.len()).collect(),
-            metrics: Metrics::Count,
-            wanted: wanted.iter().map(|(records, w)| (*records, w.as_slice())).collect(),
-            maps,
-        };
+        let input = super::security_input(b, &kinds, maps);
         in_parts(n, |part| {
             self.with_work(|work| {
                 self.security_plan.apply(work, &input, &tenant.rollups, &horizon, &tenant.rows, part)
