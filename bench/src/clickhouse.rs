@@ -41,13 +41,23 @@ const RUNS: usize = 100;
 /// Connections the ingestion posts over by default (`--connections N`), as in the embedded benchmark.
 const CONNECTIONS: usize = 2;
 const CUSTOMER: &str = "bench";
+/// The unfavourable shapes of records' times, each posted into a customer of its own after the realistic
+/// hour (`--shape-records N` records each; see [`logs::Shape`]).
+const SHAPES: [Shape; 4] = [
+    Shape::Shuffled(logs::Span::Hour),
+    Shape::Shuffled(logs::Span::Day),
+    Shape::Shuffled(logs::Span::FiveDays),
+    Shape::Late,
+];
 
-/// What every engine gets: the two NDJSON files and the queries.
+/// What every engine gets: the two NDJSON files, the queries, and a file of access-log records a shape.
 struct Input {
     connections: usize,
     access: PathBuf,
     security: PathBuf,
     queries: Vec<Query>,
+    shapes: Vec<(Shape, PathBuf)>,
+    shape_records: u64,
 }
 
 /// What one engine behind an `edge-server` measured.
@@ -70,6 +80,7 @@ pub fn run(args: &Args) -> Result<()> {
     let server_bin = args.path("--server")?;
     let python = args.path("--python")?;
     let n: u64 = args.number("--ingest")?.unwrap_or(1_000_000);
+    let shape_records: u64 = args.number("--shape-records")?.unwrap_or(200_000);
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64;
@@ -79,15 +90,22 @@ pub fn run(args: &Args) -> Result<()> {
         access: work.join("access.ndjson"),
         security: work.join("security.ndjson"),
         queries: compare::queries(end),
+        shapes: SHAPES.iter().map(|s| (*s, work.join(format!("access-{}.ndjson", s.name())))).collect(),
+        shape_records,
     };
     // The records fill the last hour before midnight, so that the daily top URLs (of whole days) see them too.
     let midnight = end - end.rem_euclid(DAY);
     logs::write_access(&input.access, n, midnight, Shape::Realistic)?;
     logs::write_security(&input.security, n / 5, midnight, Shape::Realistic)?;
+    for (shape, file) in &input.shapes {
+        logs::write_access(file, shape_records, end, *shape)?;
+    }
     println!(
-        "data: {n} realistic access-log records and {} security events, over the hour before {}",
+        "data: {n} realistic access-log records and {} security events, over the hour before {}; {shape_records} \
+         access-log records of each other shape, up to {}",
         n / 5,
-        edge_api::stats::format_time(midnight)
+        edge_api::stats::format_time(midnight),
+        edge_api::stats::format_time(end)
     );
 
     let clickhouse = edge_cluster::ClickHouse::start()?;
@@ -99,6 +117,16 @@ pub fn run(args: &Args) -> Result<()> {
         "ClickHouse",
         &server_bin,
         &work.join("clickhouse"),
+        &["--stats-url", &url],
+        &input,
+        Some(&clickhouse),
+    )?;
+    let embedded_shapes = measure_shapes("embedded", &server_bin, &work.join("embedded-shapes"), &[], &input, None)?;
+    let url = clickhouse.url("edge_bench_shapes");
+    let clickhouse_shapes = measure_shapes(
+        "ClickHouse",
+        &server_bin,
+        &work.join("clickhouse-shapes"),
         &["--stats-url", &url],
         &input,
         Some(&clickhouse),
@@ -116,6 +144,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let duck = duckdb(&python, &work, &input)?;
     report(n, &input, &[&embedded, &on_clickhouse], &duck);
+    report_shapes(&input, &embedded_shapes, &clickhouse_shapes, &duck);
     Ok(())
 }
 
@@ -175,6 +204,7 @@ fn measure(
         queries.push((percentile(&times, 0.5), percentile(&times, 0.99), rows, total, body));
     }
     let load = (load + load_average()) / 2.0;
+
     drop(running);
 
     let (bytes, rows) = match clickhouse {
@@ -185,6 +215,51 @@ fn measure(
     let (access, access_cpu) = posted.next().context("access-log ingestion")?;
     let (security, security_cpu) = posted.next().context("security ingestion")?;
     Ok(Measured { name, access, security, access_cpu, security_cpu, queries, bytes, rows, load })
+}
+
+/// What the posts of one shape's records measured, and the CPU seconds of edge-server and clickhouse-server.
+type ShapeRun = (ingest::Posted, (f64, f64));
+
+/// Starts an `edge-server` on `data` with `flags` (and a database of its own on ClickHouse) and posts the
+/// records of each of the input's other shapes into a customer of its own.
+fn measure_shapes(
+    name: &'static str,
+    server_bin: &Path,
+    data: &Path,
+    flags: &[&str],
+    input: &Input,
+    clickhouse: Option<&edge_cluster::ClickHouse>,
+) -> Result<Vec<ShapeRun>> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let state = AppState::open(Settings::new(data, data.join("none"))).await?;
+        for (shape, _) in &input.shapes {
+            admin::add_customer(&state, shape.name(), "admin", PASSWORD).await?;
+        }
+        anyhow::Ok(())
+    })?;
+    let mut all_flags = vec!["--max-body-bytes", "33554432"];
+    all_flags.extend(flags);
+    let running = Server::start(server_bin, data, &all_flags, &[])?;
+    let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
+    let mut runs = Vec::new();
+    for (shape, file) in &input.shapes {
+        let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(file)?));
+        let cookie = running.login(shape.name(), "admin", PASSWORD)?;
+        let url = format!("{}/{}/v1/ingest/accesslogs", running.base, shape.name());
+        let before = cpu();
+        let done = ingest::post_all(&url, &cookie, &bodies, input.connections, None)?;
+        let after = cpu();
+        anyhow::ensure!(
+            done.accepted == input.shape_records,
+            "{name}: {}: accepted {} of {}",
+            shape.name(),
+            done.accepted,
+            input.shape_records
+        );
+        eprintln!("{name}: {}: {:.0} records/s", shape.name(), done.accepted as f64 / done.seconds);
+        runs.push((done, (after.0 - before.0, after.1 - before.1)));
+    }
+    Ok(runs)
 }
 
 /// The embedded engine's files (snapshot and log, after a checkpoint) and its stored rows (rollup and event).
@@ -266,6 +341,20 @@ tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fe
 out["rows"] = sum(con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables)
 con.close()
 out["bytes"] = sum(os.path.getsize(p) for p in [spec["db"], spec["db"] + ".wal"] if os.path.exists(p))
+out["shapes_s"] = []
+for i, path in enumerate(spec["shapes"]):
+    db = f"{spec['db']}.shape{i}"
+    con = duckdb.connect(db)
+    t = time.perf_counter()
+    con.execute(f"CREATE TABLE logs AS SELECT * FROM read_ndjson('{path}', columns={spec['columns']})")
+    for sql in spec["rollups"]:
+        con.execute(sql)
+    con.execute("CHECKPOINT")
+    out["shapes_s"].append(time.perf_counter() - t)
+    con.close()
+    for p in [db, db + ".wal"]:
+        if os.path.exists(p):
+            os.remove(p)
 print(json.dumps(out))
 "#;
 
@@ -293,6 +382,7 @@ fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value
         "rollups": compare::duckdb_rollups(),
         "event_columns": EVENT_COLUMNS.join(", "),
         "query_tables": query_tables,
+        "shapes": input.shapes.iter().map(|(_, file)| file).collect::<Vec<_>>(),
         "queries": input.queries.iter().map(|q| q.duck.clone()).collect::<Vec<_>>(),
         "warmup": WARMUP,
         "runs": RUNS,
@@ -304,6 +394,34 @@ fn duckdb(python: &Path, work: &Path, input: &Input) -> Result<serde_json::Value
     let out = Command::new(python).arg(&script).arg(&spec_path).output().context("running the DuckDB side")?;
     anyhow::ensure!(out.status.success(), "DuckDB side failed: {}", String::from_utf8_lossy(&out.stderr));
     Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The table of the other shapes: both engines and DuckDB's load + rollups of the same file.
+fn report_shapes(input: &Input, embedded: &[ShapeRun], ch: &[ShapeRun], duck: &serde_json::Value) {
+    let n = input.shape_records;
+    println!();
+    println!(
+        "| records' times ({n} access-log records, requests of {}, {} connections) | embedded records/s | edge-server CPU a record | ClickHouse records/s | edge-server CPU a record | clickhouse-server CPU a record | DuckDB read_ndjson + {} rollup tables records/s |",
+        ingest::RECORDS_PER_REQUEST,
+        input.connections,
+        compare::duckdb_rollups().len()
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let us = |seconds: f64| seconds * 1e6 / n as f64;
+    for (i, (shape, _)) in input.shapes.iter().enumerate() {
+        let ((e, e_cpu), (c, c_cpu)) = (&embedded[i], &ch[i]);
+        let duck_s = duck["shapes_s"][i].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "| {} | {:.0} | {:.2} µs | {:.0} | {:.2} µs | {:.2} µs | {:.0} |",
+            shape.description(),
+            n as f64 / e.seconds,
+            us(e_cpu.0),
+            n as f64 / c.seconds,
+            us(c_cpu.0),
+            us(c_cpu.1),
+            n as f64 / duck_s
+        );
+    }
 }
 
 fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Value) {

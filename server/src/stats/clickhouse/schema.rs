@@ -66,7 +66,7 @@ fn metric_columns(spec: &Spec) -> &'static [&'static str] {
 pub(super) const MARKER: u64 = 1 << 63;
 
 /// A rollup table as the server writes it: its dimension columns (dimension ids, ascending) and metric
-/// columns, and the specs whose rows it holds.
+/// columns.
 pub(super) struct Table {
     pub(super) name: String,
     pub(super) dims: Vec<usize>,
