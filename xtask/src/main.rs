@@ -37,10 +37,12 @@ const USAGE: &str = "usage:
                                      1 MB brotli)
   cargo xtask bench stats [--ingest N]
                                      statistics: our server (HTTP) against DuckDB on the same 20M+ rows
-  cargo xtask bench stats --engine clickhouse [--ingest N]
+  cargo xtask bench stats --engine clickhouse [--ingest N] [--shape-records N]
                                      the embedded engine, ClickHouse (a throwaway Debian clickhouse-server) and
                                      DuckDB side by side on the same records (default 1,000,000): ingestion
-                                     through HTTP, query latencies (p50, p99) and bytes on disk per row
+                                     through HTTP, query latencies (p50, p99) and bytes on disk per row; then
+                                     ingestion of records shuffled over an hour, a day, five days and late
+                                     arrivals (default 200,000 each)
   cargo xtask bench config [--runs N]
                                      configuration updates and diffs from 625 to 5,000 nodes (time per node)
   cargo xtask load [--seconds N] [--connections N] [--cluster]
