@@ -762,7 +762,7 @@ async fn values_past_a_dimensions_limit_are_stored_as_other_and_the_answer_says_
 
 #[tokio::test]
 async fn a_batch_is_refused_with_409_once_the_customer_holds_as_many_rows_as_allowed() {
-    let limits = Limits { max_rows: 100, ..Limits::DEFAULT };
+    let limits = Limits { max_rows: 30, ..Limits::DEFAULT };
     let app = TestApp::with(|s| s.stats_limits = limits).await;
     // The batch that crosses the limit is stored (its rows are known once it is summed, after it is logged).
     assert_eq!(ingest(&app, "accesslogs", urls(0, 5)).await.body["accepted"], 5);

@@ -75,6 +75,30 @@ pub(super) fn ids(names: &[&str]) -> Vec<usize> {
     v
 }
 
+/// The rollup whose rows stand for each spec's (an index into `specs`): its own if no other rollup kept
+/// `together` with it holds all its dimensions, else the smallest of those that no other holds. Only those
+/// rollups are summed as batches come; another one is summed from its stand-in's rows when read — the same
+/// sums, its rows in the same order (a row's first record is that of the first stand-in row holding it).
+pub(super) fn stand_ins(specs: &[Spec], together: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let holds = |j: usize, i: usize| {
+        together(j, i)
+            && specs[j].dims.len() > specs[i].dims.len()
+            && specs[i].dims.iter().all(|d| specs[j].dims.contains(d))
+    };
+    let kept = |i: usize| !(0..specs.len()).any(|j| holds(j, i));
+    (0..specs.len())
+        .map(|i| {
+            if kept(i) {
+                return i;
+            }
+            (0..specs.len())
+                .filter(|j| kept(*j) && holds(*j, i))
+                .min_by_key(|j| (specs[*j].dims.len(), *j))
+                .unwrap_or(i)
+        })
+        .collect()
+}
+
 /// Every rollup the engine keeps.
 pub(super) fn all_specs() -> Vec<Spec> {
     let mut specs = Vec::new();

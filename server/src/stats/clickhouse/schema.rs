@@ -10,7 +10,7 @@ use super::{
     super::{
         DIMS,
         ingest::SECURITY_DIMS,
-        rollups::{Kind, METRICS, Spec},
+        rollups::{self, Kind, METRICS, Spec},
     },
     ClickHouseEngine, Failure,
 };
@@ -108,28 +108,11 @@ pub(super) fn layout(specs: &[Spec], tables: &[String]) -> (Vec<Table>, Vec<usiz
     (out, of_spec)
 }
 
-/// The rollup whose rows stand for each spec's (an index into `specs`): its own if no other rollup of its table
-/// holds all its dimensions, else the smallest of those that no other holds. Only those rollups are written;
-/// a query of another is summed from its stand-in's rows at query time — the same sums, and the same first
-/// record (the smallest of the rows summed), so the same answer in the same order.
+/// The rollup whose rows stand for each spec's (see [`rollups::stand_ins`]), among the rollups of its table: only
+/// those are written; a query of another sums its stand-in's rows at query time — the same sums, and the same
+/// first record (the smallest of the rows summed), so the same answer in the same order.
 pub(super) fn stand_ins(specs: &[Spec], tables: &[String]) -> Vec<usize> {
-    let holds = |j: usize, i: usize| {
-        tables[j] == tables[i]
-            && specs[j].dims.len() > specs[i].dims.len()
-            && specs[i].dims.iter().all(|d| specs[j].dims.contains(d))
-    };
-    let kept = |i: usize| !(0..specs.len()).any(|j| holds(j, i));
-    (0..specs.len())
-        .map(|i| {
-            if kept(i) {
-                return i;
-            }
-            (0..specs.len())
-                .filter(|j| kept(*j) && holds(*j, i))
-                .min_by_key(|j| (specs[*j].dims.len(), *j))
-                .unwrap_or(i)
-        })
-        .collect()
+    rollups::stand_ins(specs, |a, b| tables[a] == tables[b])
 }
 
 /// Which raw table feeds a rollup.

@@ -6,7 +6,11 @@
 //! age, and sealed by the engine's upkeep once none came for a round; reopening blocks for every batch (a
 //! copy of each) cost far more than the batch.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    ops::Range,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 use super::ID_BITS;
 
@@ -59,6 +63,12 @@ enum Data {
     Open { rows: Vec<u64>, index: Index },
 }
 
+/// A number no earlier change of a block had (see [`Block::changed`]).
+fn stamp() -> u64 {
+    static CHANGES: AtomicU64 = AtomicU64::new(1);
+    CHANGES.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The rows of one bucket of a rollup, in the order they were first seen.
 pub(super) struct Block {
     n_dims: usize,
@@ -66,6 +76,12 @@ pub(super) struct Block {
     data: Data,
     /// Merged into since the last upkeep round.
     touched: bool,
+    /// Stamped anew each time the block is opened to be merged into (or loaded), so that a rollup summed from
+    /// it can tell whether it changed since.
+    changed: u64,
+    /// For a block summed from another rollup's block when read ([`Rollup::derive_from`]): that block's
+    /// `changed` then; 0 for a block whose rows were stored as batches came (or loaded).
+    derived_from: u64,
 }
 
 /// One dimension of a block's rows, whatever its layout.
@@ -130,12 +146,21 @@ impl Block {
             width: n_metrics,
             data: Data::Open { rows: Vec::new(), index: Index::with_rows(0) },
             touched: true,
+            changed: stamp(),
+            derived_from: 0,
         }
     }
 
     /// A sealed block of the given columns (all of one length).
     pub(super) fn from_columns(dims: Vec<Vec<u32>>, metrics: Vec<Vec<u64>>) -> Self {
-        Block { n_dims: dims.len(), width: metrics.len(), data: Data::Sealed { dims, metrics }, touched: false }
+        Block {
+            n_dims: dims.len(),
+            width: metrics.len(),
+            data: Data::Sealed { dims, metrics },
+            touched: false,
+            changed: stamp(),
+            derived_from: 0,
+        }
     }
 
     pub(super) fn len(&self) -> usize {
@@ -151,6 +176,11 @@ impl Block {
 
     pub(super) fn is_open(&self) -> bool {
         matches!(self.data, Data::Open { .. })
+    }
+
+    /// Whether the block was summed from another rollup's when read (a snapshot leaves it out).
+    pub(super) fn is_derived(&self) -> bool {
+        self.derived_from != 0
     }
 
     /// Dimension `d` (of the rollup's, in order) of every row.
@@ -188,6 +218,7 @@ impl Block {
     /// Makes the block ready to be merged into: its rows whole, its index built.
     pub(super) fn open(&mut self) {
         self.touched = true;
+        self.changed = stamp();
         let Data::Sealed { dims, metrics } = &self.data else { return };
         let n = self.len();
         let mut rows = Vec::with_capacity(n * (KEY_WORDS + self.width));
@@ -388,6 +419,42 @@ impl Rollup {
             }
         }
         out
+    }
+
+    /// Whether every block of `source` in `range` was summed into this rollup since it last changed.
+    pub(super) fn is_derived_from(&self, source: &Rollup, range: Range<i64>) -> bool {
+        source.blocks.range(range).all(|(b, s)| self.blocks.get(b).is_some_and(|d| d.derived_from == s.changed))
+    }
+
+    /// Sums again each block of `source` in `range` that changed since it was last summed into this rollup:
+    /// each of this rollup's dimensions is column `project[d]` of the source's; rows come in the order of the
+    /// first source row holding them, which is the order they were first seen in (a source row is added when
+    /// its first record comes). Returns the rows added and the rows of the blocks they replace.
+    pub(super) fn derive_from(&mut self, source: &Rollup, range: Range<i64>, project: &[usize]) -> (u64, u64) {
+        let (mut added, mut dropped) = (0, 0);
+        for (bucket, s) in source.blocks.range(range) {
+            if self.blocks.get(bucket).is_some_and(|d| d.derived_from == s.changed) {
+                continue;
+            }
+            let mut block = Block::new(project.len(), s.n_metrics());
+            let cols: Vec<DimColumn<'_>> = project.iter().map(|c| s.dim(*c)).collect();
+            let metrics: Vec<MetricColumn<'_>> = (0..s.n_metrics()).map(|m| s.metric(m)).collect();
+            for r in 0..s.len() {
+                let key = cols.iter().fold(0u128, |k, c| (k << ID_BITS) | u128::from(c.get(r)));
+                let (row, _) = block.find_or_add(key);
+                for (sum, m) in block.row_mut(row).iter_mut().zip(&metrics) {
+                    *sum += m.get(r);
+                }
+            }
+            block.seal();
+            block.touched = false;
+            block.derived_from = s.changed;
+            added += block.len() as u64;
+            if let Some(old) = self.blocks.insert(*bucket, block) {
+                dropped += old.len() as u64;
+            }
+        }
+        (added, dropped)
     }
 
     /// Seals the open blocks no batch was merged into since the last call.

@@ -25,7 +25,7 @@ use super::{
     AccessBatch, Answer, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch, StatsEngine,
     Stored, Usage,
     ingest::SECURITY_DIMS,
-    rollups::{DIMS, EVENT_DAYS, HITS, Kind, METRICS, Spec, all_specs, day_start},
+    rollups::{DIMS, EVENT_DAYS, HITS, Kind, METRICS, Spec, all_specs, day_start, stand_ins},
 };
 use crate::{clock::Clock, store::CustomerId};
 
@@ -82,14 +82,14 @@ pub(super) fn access_mapping(spec: &Spec) -> Option<Mapping> {
     Some(Mapping { records: Records::All, dims, metrics })
 }
 
-/// How an access batch is summed into the rollups of `specs`.
-pub(super) fn access_plan(specs: &[Spec]) -> Plan {
-    Plan::new(specs, METRICS, Some(ACCESS_WAF_ACTION), access_mapping)
+/// How an access batch is summed into the rollups of `specs` that are `summed`.
+pub(super) fn access_plan(specs: &[Spec], summed: impl Fn(usize) -> bool) -> Plan {
+    Plan::new(specs, METRICS, Some(ACCESS_WAF_ACTION), |i, s| if summed(i) { access_mapping(s) } else { None })
 }
 
-/// How a security batch is summed into the rollups of `specs`.
-pub(super) fn security_plan(specs: &[Spec]) -> Plan {
-    Plan::new(specs, 1, None, security_mapping)
+/// How a security batch is summed into the rollups of `specs` that are `summed`.
+pub(super) fn security_plan(specs: &[Spec], summed: impl Fn(usize) -> bool) -> Plan {
+    Plan::new(specs, 1, None, |i, s| if summed(i) { security_mapping(s) } else { None })
 }
 
 /// An access batch as a plan reads it ([`ACCESS_WAF_ACTION`]): its 14 columns, its country code again as
@@ -201,6 +201,9 @@ pub struct Core {
     dir: PathBuf,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
+    /// The rollup each spec's rows are summed from (itself for the rollups summed as batches come; see
+    /// [`stand_ins`] and [`Core::derive`]).
+    stand_in: Vec<usize>,
     /// What a customer may hold.
     limits: Limits,
     tenants: RwLock<HashMap<CustomerId, Arc<Tenant>>>,
@@ -237,6 +240,8 @@ impl MemoryEngine {
         // still holds what it would have held.
         let _ = fs::remove_file(dir.join("snapshot.tmp"));
         let specs = all_specs();
+        let stand_in =
+            stand_ins(&specs, |a, b| (specs[a].kind, specs[a].granularity) == (specs[b].kind, specs[b].granularity));
         let mut tenants = HashMap::new();
         let mut applied = 0;
         let snapshot = dir.join("snapshot.bin");
@@ -251,11 +256,12 @@ impl MemoryEngine {
             tenants: RwLock::new(HashMap::new()),
             log: Log::open(wal_path.clone(), applied, 0)?,
             limits,
-            access_plan: access_plan(&specs),
-            security_plan: security_plan(&specs),
+            access_plan: access_plan(&specs, |i| stand_in[i] == i),
+            security_plan: security_plan(&specs, |i| stand_in[i] == i),
             work: Mutex::new(Vec::new()),
             ready: applier::Ready::default(),
             specs,
+            stand_in,
         };
         {
             let mut map = engine.tenants.write().unwrap_or_else(|e| e.into_inner());

@@ -2,7 +2,7 @@
 //! a column at a time), the rows of the chosen rollup or grouped from a finer one, sorted through a bounded
 //! heap; raw security events by time.
 
-use std::{collections::BinaryHeap, sync::Arc};
+use std::{collections::BinaryHeap, ops::Range, sync::Arc};
 
 use edge_api::stats::{Family, Filter, Query};
 use rustc_hash::FxHashMap;
@@ -13,8 +13,8 @@ use super::{
         rollups::{Conditions, METRICS, Target, answer_columns, dim_id, is_int, metric_index},
     },
     Core, EVENT_DIMS,
-    block::Block,
-    tenant::{Dict, Events, Tenant, read},
+    block::{Block, Rollup},
+    tenant::{Dict, Events, Tenant, read, write},
 };
 
 /// A condition on stored ids: which column, and the id it compares with (None: a value never stored).
@@ -201,10 +201,44 @@ impl TopK {
 }
 
 impl Core {
+    /// Brings rollup `spec` of `t` up to date over `range` with its stand-in (`rollups::stand_ins`), if it is not
+    /// summed as batches come: the blocks of the stand-in that changed since are summed again. Their rows count
+    /// as the customer's, as they did when every rollup was summed as batches came (a snapshot leaves them out,
+    /// and they are summed again when read after a restart).
+    pub(super) fn derive(&self, t: &Tenant, spec: usize, range: Range<i64>) {
+        let from = self.stand_in[spec];
+        if from == spec {
+            return;
+        }
+        let project: Vec<usize> = self.specs[spec]
+            .dims
+            .iter()
+            .map(|d| self.specs[from].dims.iter().position(|x| x == d).unwrap_or(0))
+            .collect();
+        // Locks by rollup index, the order dictionary compaction takes them all in.
+        let fresh = |derived: &Rollup, source: &Rollup| derived.is_derived_from(source, range.clone());
+        let (added, dropped) = if from < spec {
+            let source = read(&t.rollups[from]);
+            if fresh(&read(&t.rollups[spec]), &source) {
+                return;
+            }
+            write(&t.rollups[spec]).derive_from(&source, range.clone(), &project)
+        } else {
+            if fresh(&read(&t.rollups[spec]), &read(&t.rollups[from])) {
+                return;
+            }
+            let mut derived = write(&t.rollups[spec]);
+            derived.derive_from(&read(&t.rollups[from]), range.clone(), &project)
+        };
+        t.add_rows(added);
+        t.drop_rows(dropped);
+    }
+
     pub(super) fn query_rollups(&self, t: &Tenant, customer: &str, q: &Query) -> Result<Answer, QueryError> {
         let target = Target::of(&self.specs, q, self.clock.now_ms())?;
         let (granularity, whole_range, spec_index, aggregate) =
             (target.granularity, target.whole_range, target.spec, target.aggregate);
+        self.derive(t, spec_index, q.start_ms..q.end_ms);
         let stored = &target.stored;
         let dim_ids = target.dim_ids();
         let spec = &self.specs[spec_index];

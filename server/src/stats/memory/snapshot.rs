@@ -71,9 +71,11 @@ fn write_tenant(w: &mut impl Write, id: CustomerId, t: &Tenant) -> anyhow::Resul
         }
     }
     for r in &t.rollups {
+        // Blocks summed from another rollup when read are summed again after a restart.
         let r = read(r);
-        w.write_all(&(r.blocks.len() as u64).to_le_bytes())?;
-        for (bucket, b) in &r.blocks {
+        let kept = || r.blocks.iter().filter(|(_, b)| !b.is_derived());
+        w.write_all(&(kept().count() as u64).to_le_bytes())?;
+        for (bucket, b) in kept() {
             w.write_all(&bucket.to_le_bytes())?;
             let dims = b.dim_columns();
             w.write_all(&(dims.len() as u32).to_le_bytes())?;
