@@ -111,26 +111,11 @@ pub fn run(args: &Args) -> Result<()> {
     let clickhouse = edge_cluster::ClickHouse::start()?;
     let version = clickhouse_sql(&clickhouse, "SELECT version()")?;
     println!("ClickHouse {} (pid {}) on 127.0.0.1:{}", version.trim(), clickhouse.pid(), clickhouse.http_port);
-    let embedded = measure("embedded", &server_bin, &work.join("embedded"), &[], &input, None)?;
-    let url = clickhouse.url("edge_bench");
-    let on_clickhouse = measure(
-        "ClickHouse",
-        &server_bin,
-        &work.join("clickhouse"),
-        &["--stats-url", &url],
-        &input,
-        Some(&clickhouse),
-    )?;
-    let embedded_shapes = measure_shapes("embedded", &server_bin, &work.join("embedded-shapes"), &[], &input, None)?;
-    let url = clickhouse.url("edge_bench_shapes");
-    let clickhouse_shapes = measure_shapes(
-        "ClickHouse",
-        &server_bin,
-        &work.join("clickhouse-shapes"),
-        &["--stats-url", &url],
-        &input,
-        Some(&clickhouse),
-    )?;
+    let (embedded, on_clickhouse) =
+        on_both(&work, "", &clickhouse, |name, data, flags, c| measure(name, &server_bin, data, flags, &input, c))?;
+    let (embedded_shapes, clickhouse_shapes) = on_both(&work, "-shapes", &clickhouse, |name, data, flags, c| {
+        measure_shapes(name, &server_bin, data, flags, &input, c)
+    })?;
     drop(clickhouse);
     for (i, q) in input.queries.iter().enumerate() {
         let (e, c) = (&embedded.queries[i].4, &on_clickhouse.queries[i].4);
@@ -148,6 +133,35 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// `measure` (or another) on the embedded engine, then on ClickHouse in a database of its own; `what` tells the
+/// data directories and the database apart.
+fn on_both<T>(
+    work: &Path,
+    what: &str,
+    clickhouse: &edge_cluster::ClickHouse,
+    f: impl Fn(&'static str, &Path, &[&str], Option<&edge_cluster::ClickHouse>) -> Result<T>,
+) -> Result<(T, T)> {
+    let embedded = f("embedded", &work.join(format!("embedded{what}")), &[], None)?;
+    let url = clickhouse.url(&format!("edge_bench{}", what.replace('-', "_")));
+    let on_clickhouse =
+        f("ClickHouse", &work.join(format!("clickhouse{what}")), &["--stats-url", &url], Some(clickhouse))?;
+    Ok((embedded, on_clickhouse))
+}
+
+/// Adds `customers` to a store in `data` (each with an admin) and starts an `edge-server` on it with `flags`.
+fn start(server_bin: &Path, data: &Path, flags: &[&str], customers: &[&str]) -> Result<Server> {
+    tokio::runtime::Runtime::new()?.block_on(async {
+        let state = AppState::open(Settings::new(data, data.join("none"))).await?;
+        for customer in customers {
+            admin::add_customer(&state, customer, "admin", PASSWORD).await?;
+        }
+        anyhow::Ok(())
+    })?;
+    let mut all_flags = vec!["--max-body-bytes", "33554432"];
+    all_flags.extend(flags);
+    Server::start(server_bin, data, &all_flags, &[])
+}
+
 /// Starts an `edge-server` on `data` with `flags`, ingests both files for the customer, runs the queries, stops
 /// it and measures what it keeps on disk.
 fn measure(
@@ -158,14 +172,7 @@ fn measure(
     input: &Input,
     clickhouse: Option<&edge_cluster::ClickHouse>,
 ) -> Result<Measured> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let state = AppState::open(Settings::new(data, data.join("none"))).await?;
-        admin::add_customer(&state, CUSTOMER, "admin", PASSWORD).await?;
-        anyhow::Ok(())
-    })?;
-    let mut all_flags = vec!["--max-body-bytes", "33554432"];
-    all_flags.extend(flags);
-    let running = Server::start(server_bin, data, &all_flags, &[])?;
+    let running = start(server_bin, data, flags, &[CUSTOMER])?;
     let cookie = running.login(CUSTOMER, "admin", PASSWORD)?;
     let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
     let url = |kind: &str| format!("{}/{CUSTOMER}/v1/ingest/{kind}", running.base);
@@ -230,16 +237,8 @@ fn measure_shapes(
     input: &Input,
     clickhouse: Option<&edge_cluster::ClickHouse>,
 ) -> Result<Vec<ShapeRun>> {
-    tokio::runtime::Runtime::new()?.block_on(async {
-        let state = AppState::open(Settings::new(data, data.join("none"))).await?;
-        for (shape, _) in &input.shapes {
-            admin::add_customer(&state, shape.name(), "admin", PASSWORD).await?;
-        }
-        anyhow::Ok(())
-    })?;
-    let mut all_flags = vec!["--max-body-bytes", "33554432"];
-    all_flags.extend(flags);
-    let running = Server::start(server_bin, data, &all_flags, &[])?;
+    let customers: Vec<&str> = input.shapes.iter().map(|(shape, _)| shape.name()).collect();
+    let running = start(server_bin, data, flags, &customers)?;
     let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
     let mut runs = Vec::new();
     for (shape, file) in &input.shapes {
