@@ -111,11 +111,9 @@ pub fn run(args: &Args) -> Result<()> {
     let clickhouse = edge_cluster::ClickHouse::start()?;
     let version = clickhouse_sql(&clickhouse, "SELECT version()")?;
     println!("ClickHouse {} (pid {}) on 127.0.0.1:{}", version.trim(), clickhouse.pid(), clickhouse.http_port);
-    let (embedded, on_clickhouse) =
-        on_both(&work, "", &clickhouse, |name, data, flags, c| measure(name, &server_bin, data, flags, &input, c))?;
-    let (embedded_shapes, clickhouse_shapes) = on_both(&work, "-shapes", &clickhouse, |name, data, flags, c| {
-        measure_shapes(name, &server_bin, data, flags, &input, c)
-    })?;
+    let (embedded, on_clickhouse) = on_both(&work, "", &clickhouse, |engine| measure(engine, &server_bin, &input))?;
+    let (embedded_shapes, clickhouse_shapes) =
+        on_both(&work, "-shapes", &clickhouse, |engine| measure_shapes(engine, &server_bin, &input))?;
     drop(clickhouse);
     for (i, q) in input.queries.iter().enumerate() {
         let (e, c) = (&embedded.queries[i].4, &on_clickhouse.queries[i].4);
@@ -139,13 +137,44 @@ fn on_both<T>(
     work: &Path,
     what: &str,
     clickhouse: &edge_cluster::ClickHouse,
-    f: impl Fn(&'static str, &Path, &[&str], Option<&edge_cluster::ClickHouse>) -> Result<T>,
+    f: impl Fn(&Engine) -> Result<T>,
 ) -> Result<(T, T)> {
-    let embedded = f("embedded", &work.join(format!("embedded{what}")), &[], None)?;
+    let embedded = f(&Engine {
+        name: "embedded",
+        data: work.join(format!("embedded{what}")),
+        flags: Vec::new(),
+        clickhouse: None,
+    })?;
     let url = clickhouse.url(&format!("edge_bench{}", what.replace('-', "_")));
-    let on_clickhouse =
-        f("ClickHouse", &work.join(format!("clickhouse{what}")), &["--stats-url", &url], Some(clickhouse))?;
+    let on_clickhouse = f(&Engine {
+        name: "ClickHouse",
+        data: work.join(format!("clickhouse{what}")),
+        flags: vec!["--stats-url".into(), url],
+        clickhouse: Some(clickhouse),
+    })?;
     Ok((embedded, on_clickhouse))
+}
+
+/// An engine under measurement: an `edge-server` on a data directory of its own, with flags, storing its
+/// statistics in a ClickHouse server or (None) in the embedded engine.
+struct Engine<'a> {
+    name: &'static str,
+    data: PathBuf,
+    flags: Vec<String>,
+    clickhouse: Option<&'a edge_cluster::ClickHouse>,
+}
+
+impl Engine<'_> {
+    /// Starts the engine's `edge-server` with `customers` ([`start`]).
+    fn start(&self, server_bin: &Path, customers: &[&str]) -> Result<Server> {
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        start(server_bin, &self.data, &flags, customers)
+    }
+
+    /// The CPU seconds `running` and the ClickHouse server (0 without one) have used.
+    fn cpu(&self, running: &Server) -> (f64, f64) {
+        (running.cpu_seconds(), self.clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())))
+    }
 }
 
 /// Adds `customers` to a store in `data` (each with an admin) and starts an `edge-server` on it with `flags`.
@@ -164,17 +193,11 @@ fn start(server_bin: &Path, data: &Path, flags: &[&str], customers: &[&str]) -> 
 
 /// Starts an `edge-server` on `data` with `flags`, ingests both files for the customer, runs the queries, stops
 /// it and measures what it keeps on disk.
-fn measure(
-    name: &'static str,
-    server_bin: &Path,
-    data: &Path,
-    flags: &[&str],
-    input: &Input,
-    clickhouse: Option<&edge_cluster::ClickHouse>,
-) -> Result<Measured> {
-    let running = start(server_bin, data, flags, &[CUSTOMER])?;
+fn measure(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Measured> {
+    let name = engine.name;
+    let running = engine.start(server_bin, &[CUSTOMER])?;
     let cookie = running.login(CUSTOMER, "admin", PASSWORD)?;
-    let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
+    let cpu = || engine.cpu(&running);
     let url = |kind: &str| format!("{}/{CUSTOMER}/v1/ingest/{kind}", running.base);
     let load = load_average();
 
@@ -214,9 +237,9 @@ fn measure(
 
     drop(running);
 
-    let (bytes, rows) = match clickhouse {
+    let (bytes, rows) = match engine.clickhouse {
         Some(c) => clickhouse_footprint(c, "edge_bench")?,
-        None => embedded_footprint(data)?,
+        None => embedded_footprint(&engine.data)?,
     };
     let mut posted = posted.into_iter();
     let (access, access_cpu) = posted.next().context("access-log ingestion")?;
@@ -229,17 +252,11 @@ type ShapeRun = (ingest::Posted, (f64, f64));
 
 /// Starts an `edge-server` on `data` with `flags` (and a database of its own on ClickHouse) and posts the
 /// records of each of the input's other shapes into a customer of its own.
-fn measure_shapes(
-    name: &'static str,
-    server_bin: &Path,
-    data: &Path,
-    flags: &[&str],
-    input: &Input,
-    clickhouse: Option<&edge_cluster::ClickHouse>,
-) -> Result<Vec<ShapeRun>> {
+fn measure_shapes(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Vec<ShapeRun>> {
+    let name = engine.name;
     let customers: Vec<&str> = input.shapes.iter().map(|(shape, _)| shape.name()).collect();
-    let running = start(server_bin, data, flags, &customers)?;
-    let cpu = || (running.cpu_seconds(), clickhouse.map_or(0.0, |c| server::cpu_seconds(c.pid())));
+    let running = engine.start(server_bin, &customers)?;
+    let cpu = || engine.cpu(&running);
     let mut runs = Vec::new();
     for (shape, file) in &input.shapes {
         let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(file)?));

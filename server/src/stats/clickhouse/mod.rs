@@ -229,13 +229,15 @@ impl ClickHouseEngine {
         let tables: Vec<String> = specs.iter().map(table_name).collect();
         let feeds = feeds(&specs, &tables).1;
         let (rollup_tables, table_of) = schema::layout(&specs, &tables);
+        let stand_in = schema::stand_ins(&specs, &tables);
         let engine = ClickHouseEngine {
             feeds,
-            stand_in: schema::stand_ins(&specs, &tables),
             rollup_tables,
             table_of,
-            access_plan: memory::access_plan(&specs, |_| true),
-            security_plan: memory::security_plan(&specs, |_| true),
+            // Only the rollups written are summed.
+            access_plan: memory::access_plan(&specs, |i| stand_in[i] == i),
+            security_plan: memory::security_plan(&specs, |i| stand_in[i] == i),
+            stand_in,
             work: Mutex::default(),
             clients: bases.iter().map(|b| b.clone().with_database(&url.database)).collect(),
             addresses: url.shards.clone(),

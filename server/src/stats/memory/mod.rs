@@ -82,6 +82,12 @@ pub(super) fn access_mapping(spec: &Spec) -> Option<Mapping> {
     Some(Mapping { records: Records::All, dims, metrics })
 }
 
+/// The rollup whose rows stand for each of `specs`' in this engine ([`stand_ins`]): one of the same kind and
+/// granularity. Only those are summed as batches come; the others when read ([`Core::derive`]).
+pub(super) fn summed_stand_ins(specs: &[Spec]) -> Vec<usize> {
+    stand_ins(specs, |a, b| (specs[a].kind, specs[a].granularity) == (specs[b].kind, specs[b].granularity))
+}
+
 /// How an access batch is summed into the rollups of `specs` that are `summed`.
 pub(super) fn access_plan(specs: &[Spec], summed: impl Fn(usize) -> bool) -> Plan {
     Plan::new(specs, METRICS, Some(ACCESS_WAF_ACTION), |i, s| if summed(i) { access_mapping(s) } else { None })
@@ -240,8 +246,7 @@ impl MemoryEngine {
         // still holds what it would have held.
         let _ = fs::remove_file(dir.join("snapshot.tmp"));
         let specs = all_specs();
-        let stand_in =
-            stand_ins(&specs, |a, b| (specs[a].kind, specs[a].granularity) == (specs[b].kind, specs[b].granularity));
+        let stand_in = summed_stand_ins(&specs);
         let mut tenants = HashMap::new();
         let mut applied = 0;
         let snapshot = dir.join("snapshot.bin");

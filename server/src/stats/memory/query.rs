@@ -13,7 +13,7 @@ use super::{
         rollups::{Conditions, METRICS, Target, answer_columns, dim_id, is_int, metric_index},
     },
     Core, EVENT_DIMS,
-    block::{Block, Rollup},
+    block::Block,
     tenant::{Dict, Events, Tenant, read, write},
 };
 
@@ -200,6 +200,17 @@ impl TopK {
     }
 }
 
+/// `a()` and `b()`, called in that order if `a_first`, else the other way round.
+fn in_order<A, B>(a_first: bool, a: impl FnOnce() -> A, b: impl FnOnce() -> B) -> (A, B) {
+    if a_first {
+        let a = a();
+        (a, b())
+    } else {
+        let b = b();
+        (a(), b)
+    }
+}
+
 impl Core {
     /// Brings rollup `spec` of `t` up to date over `range` with its stand-in (`rollups::stand_ins`), if it is not
     /// summed as batches come: the blocks of the stand-in that changed since are summed again. Their rows count
@@ -216,20 +227,17 @@ impl Core {
             .map(|d| self.specs[from].dims.iter().position(|x| x == d).unwrap_or(0))
             .collect();
         // Locks by rollup index, the order dictionary compaction takes them all in.
-        let fresh = |derived: &Rollup, source: &Rollup| derived.is_derived_from(source, range.clone());
-        let (added, dropped) = if from < spec {
-            let source = read(&t.rollups[from]);
-            if fresh(&read(&t.rollups[spec]), &source) {
-                return;
-            }
-            write(&t.rollups[spec]).derive_from(&source, range.clone(), &project)
-        } else {
-            if fresh(&read(&t.rollups[spec]), &read(&t.rollups[from])) {
-                return;
-            }
-            let mut derived = write(&t.rollups[spec]);
-            derived.derive_from(&read(&t.rollups[from]), range.clone(), &project)
+        let derived_first = spec < from;
+        let fresh = {
+            let (derived, source) = in_order(derived_first, || read(&t.rollups[spec]), || read(&t.rollups[from]));
+            derived.is_derived_from(&source, range.clone())
         };
+        if fresh {
+            return;
+        }
+        let (mut derived, source) = in_order(derived_first, || write(&t.rollups[spec]), || read(&t.rollups[from]));
+        let (added, dropped) = derived.derive_from(&source, range, &project);
+        drop((derived, source));
         t.add_rows(added);
         t.drop_rows(dropped);
     }
