@@ -195,7 +195,13 @@ pub fn run(args: &Args) -> Result<()> {
         bodies = bodies.iter().map(|b| compress(e, b)).collect::<Result<_>>()?;
     }
     let bodies = Arc::new(bodies);
-    let server = Server::start(&server_bin, &data, &["--max-body-bytes", "33554432"], &[])?;
+    // `--stats-url URL`: into ClickHouse (a database of its own for each run) instead of the embedded engine.
+    let stats_url = args.value("--stats-url");
+    let mut flags = vec!["--max-body-bytes", "33554432"];
+    if let Some(url) = &stats_url {
+        flags.extend(["--stats-url", url.as_str()]);
+    }
+    let server = Server::start(&server_bin, &data, &flags, &[])?;
     println!("ingest: server pid {} at {}", server.pid(), server.base);
     let cookie = server.login("ingest", "admin", PASSWORD)?;
     let cpu = server.cpu_seconds();
