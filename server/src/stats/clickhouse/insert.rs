@@ -7,6 +7,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rustc_hash::FxHashMap;
+
 use super::{
     super::{
         AccessBatch, IngestError, Keyed, SecurityBatch, Stored, dim_id,
@@ -17,7 +19,7 @@ use super::{
         },
     },
     ClickHouseEngine, Failure,
-    group::Rows,
+    group::{Coming, Lane, Rows},
     schema::{MARKER, Source, grouping},
     shard_of,
     sql::{insert_dict, one_block},
@@ -156,13 +158,25 @@ impl ClickHouseEngine {
         out
     }
 
+    /// The lane of a customer's batches of `source` ([`super::group`]).
+    fn lane(&self, customer: CustomerId, source: Source) -> &Lane {
+        &self.lanes[shard_of(customer, self.clients.len())][source as usize]
+    }
+
     /// Stores a batch's rows (of `records` records) with those of concurrent requests to the same shard
-    /// ([`super::group`]): the dictionary rows, then the raw rows and each rollup table's rows at once, each
-    /// insert one part a day.
-    fn insert(&self, customer: CustomerId, source: Source, rows: Rows, records: usize) -> Result<(), Failure> {
-        let shard = shard_of(customer, self.clients.len());
-        let client = &self.clients[shard];
-        self.lanes[shard][source as usize].insert(rows, records, |group| {
+    /// ([`super::group`]; `coming`: this request's place on its way there): the dictionary rows, then the raw
+    /// rows and each rollup table's rows at once (the group's rows of the same key summed), each insert one part
+    /// a day.
+    fn insert(
+        &self,
+        coming: Coming<'_>,
+        customer: CustomerId,
+        source: Source,
+        rows: Rows,
+        records: usize,
+    ) -> Result<(), Failure> {
+        let client = &self.clients[shard_of(customer, self.clients.len())];
+        self.lane(customer, source).insert(coming, rows, records, |group| {
             let client = client.clone();
             let mut inserts = vec![(
                 format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")),
@@ -170,6 +184,8 @@ impl ClickHouseEngine {
             )];
             for (table, rows) in self.rollup_tables.iter().zip(group.rows.rollups) {
                 if !rows.is_empty() {
+                    let rows =
+                        if group.batches > 1 { sum_rows(rows, table.dims.len(), table.metrics.len()) } else { rows };
                     inserts.push((format!("INSERT INTO {} ({}) FORMAT RowBinary", table.name, table.columns()), rows));
                 }
             }
@@ -187,8 +203,10 @@ impl ClickHouseEngine {
     /// with its batch id, marker rows in the rollup tables) do not show are written, each (table, day) from
     /// the batch's own rows. Then the key is kept. Every step leaves whole parts, so a repair cut off is
     /// repaired by the next retry the same way.
+    #[allow(clippy::too_many_arguments)]
     fn store_keyed(
         &self,
+        coming: Coming<'_>,
         customer: CustomerId,
         source: Source,
         key: &Keyed,
@@ -225,8 +243,9 @@ impl ClickHouseEngine {
         })?;
         let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
-            self.insert(customer, source, rows, records)?;
+            self.insert(coming, customer, source, rows, records)?;
         } else {
+            drop(coming);
             tracing::warn!(
                 customer,
                 key = %key.key,
@@ -277,6 +296,69 @@ pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String,
     outcome
 }
 
+/// Rows of one rollup table (RowBinary as [`ClickHouseEngine::rollup_rows`] writes them: a key of customer, day,
+/// grouping, bucket and `dims` values, then `metrics` sums and the first record's sequence number as aggregate
+/// states) with the rows of the same key summed into one, the smallest first record kept: what ClickHouse's
+/// merges would make of them, written as fewer rows. Rows in the order their keys were first seen.
+fn sum_rows(rows: Vec<u8>, dims: usize, metrics: usize) -> Vec<u8> {
+    /// Where a row's key ends, from its start (None: not a row of this layout).
+    fn key_end(rows: &[u8], mut at: usize, dims: usize) -> Option<usize> {
+        at += 8 + 2 + 8 + 8;
+        for _ in 0..dims {
+            let (mut len, mut shift) = (0usize, 0);
+            loop {
+                let b = *rows.get(at)?;
+                at += 1;
+                len |= usize::from(b & 0x7f) << shift;
+                shift += 7;
+                if b < 0x80 || shift > 56 {
+                    break;
+                }
+            }
+            at = at.checked_add(len)?;
+        }
+        Some(at)
+    }
+    let u64_at = |at: usize| rows.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    // At most this many rows (each value at least its length's byte): room for all, never grown.
+    let most = rows.len() / (8 + 2 + 8 + 8 + dims + 8 * metrics + 9);
+    let mut index: FxHashMap<&[u8], usize> = FxHashMap::with_capacity_and_hasher(most, Default::default());
+    // Each key once, its sums (`metrics` a key) and first record.
+    let (mut keys, mut sums, mut firsts): (Vec<&[u8]>, Vec<u64>, Vec<u64>) =
+        (Vec::with_capacity(most), Vec::with_capacity(most * metrics), Vec::with_capacity(most));
+    let mut at = 0;
+    while at < rows.len() {
+        let Some(end) = key_end(&rows, at, dims) else { break };
+        let Some(first) = u64_at(end + 8 * metrics + 1) else { break };
+        let key = &rows[at..end];
+        let k = *index.entry(key).or_insert_with(|| {
+            keys.push(key);
+            sums.extend(std::iter::repeat_n(0, metrics));
+            firsts.push(u64::MAX);
+            keys.len() - 1
+        });
+        for m in 0..metrics {
+            sums[k * metrics + m] = sums[k * metrics + m].wrapping_add(u64_at(end + 8 * m).unwrap_or(0));
+        }
+        firsts[k] = firsts[k].min(first);
+        at = end + 8 * metrics + 9;
+    }
+    if at != rows.len() {
+        debug_assert!(false, "rollup rows of another layout");
+        return rows;
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for (k, key) in keys.iter().enumerate() {
+        out.extend_from_slice(key);
+        for m in 0..metrics {
+            out.extend_from_slice(&sums[k * metrics + m].to_le_bytes());
+        }
+        out.push(1);
+        out.extend_from_slice(&firsts[k].to_le_bytes());
+    }
+    out
+}
+
 /// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
 /// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
 fn batch_id(customer: CustomerId, key: &Keyed) -> u64 {
@@ -305,6 +387,7 @@ impl ClickHouseEngine {
         if n == 0 {
             return Ok(Stored::default());
         }
+        let coming = self.lane(customer, Source::Access).coming();
         // In time order, as the embedded engine takes it: the records' places are when values were first seen.
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
@@ -336,8 +419,8 @@ impl ClickHouseEngine {
         let rows = Rows { dict, raw, rollups };
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, Source::Access, rows, n)?,
-            Some(key) => self.store_keyed(customer, Source::Access, key, id, range, (rows, n))?,
+            None => self.insert(coming, customer, Source::Access, rows, n)?,
+            Some(key) => self.store_keyed(coming, customer, Source::Access, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
     }
@@ -352,6 +435,7 @@ impl ClickHouseEngine {
         if n == 0 {
             return Ok(Stored::default());
         }
+        let coming = self.lane(customer, Source::Security).coming();
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
         let seq = self.sequence(n);
@@ -376,9 +460,47 @@ impl ClickHouseEngine {
         let rows = Rows { dict, raw, rollups };
         let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
         match key {
-            None => self.insert(customer, Source::Security, rows, n)?,
-            Some(key) => self.store_keyed(customer, Source::Security, key, id, range, (rows, n))?,
+            None => self.insert(coming, customer, Source::Security, rows, n)?,
+            Some(key) => self.store_keyed(coming, customer, Source::Security, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rollup row of one text dimension and two sums, as `rollup_rows` writes it.
+    fn row(bucket: i64, value: &str, sums: [u64; 2], first: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&7i64.to_le_bytes());
+        out.extend_from_slice(&20_000u16.to_le_bytes());
+        out.extend_from_slice(&4u64.to_le_bytes());
+        out.extend_from_slice(&bucket.to_le_bytes());
+        put_str(&mut out, value);
+        for s in sums {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out.push(1);
+        out.extend_from_slice(&first.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn rows_of_the_same_key_are_summed_into_one_with_the_smallest_first_record() {
+        let long = "u".repeat(300); // a length of two bytes
+        let rows: Vec<u8> = [
+            row(0, "a", [1, 10], 5),
+            row(0, &long, [2, 20], 6),
+            row(300, "a", [3, 30], 7),
+            row(0, "a", [4, 40], 3),
+            row(0, &long, [5, 50], 9),
+        ]
+        .concat();
+        let expected: Vec<u8> =
+            [row(0, "a", [5, 50], 3), row(0, &long, [7, 70], 6), row(300, "a", [3, 30], 7)].concat();
+        assert_eq!(sum_rows(rows, 1, 2), expected);
+        assert!(sum_rows(Vec::new(), 1, 2).is_empty());
     }
 }
