@@ -68,6 +68,9 @@ struct Measured {
     /// CPU seconds of edge-server and of clickhouse-server during the access-log and security ingestion.
     access_cpu: (f64, f64),
     security_cpu: (f64, f64),
+    /// Parts ClickHouse created during the access-log and security ingestion, and the rows they hold.
+    access_parts: (u64, u64),
+    security_parts: (u64, u64),
     /// Per query: p50, p99 (ms), rows of the answer, total_results, the answer of the last run.
     queries: Vec<(f64, f64, usize, u64, String)>,
     bytes: u64,
@@ -144,13 +147,16 @@ fn on_both<T>(
         data: work.join(format!("embedded{what}")),
         flags: Vec::new(),
         clickhouse: None,
+        database: String::new(),
     })?;
-    let url = clickhouse.url(&format!("edge_bench{}", what.replace('-', "_")));
+    let database = format!("edge_bench{}", what.replace('-', "_"));
+    let url = clickhouse.url(&database);
     let on_clickhouse = f(&Engine {
         name: "ClickHouse",
         data: work.join(format!("clickhouse{what}")),
         flags: vec!["--stats-url".into(), url],
         clickhouse: Some(clickhouse),
+        database,
     })?;
     Ok((embedded, on_clickhouse))
 }
@@ -162,6 +168,8 @@ struct Engine<'a> {
     data: PathBuf,
     flags: Vec<String>,
     clickhouse: Option<&'a edge_cluster::ClickHouse>,
+    /// The ClickHouse database.
+    database: String,
 }
 
 impl Engine<'_> {
@@ -169,6 +177,26 @@ impl Engine<'_> {
     fn start(&self, server_bin: &Path, customers: &[&str]) -> Result<Server> {
         let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
         start(server_bin, &self.data, &flags, customers)
+    }
+
+    /// The parts ClickHouse has created in the engine's database so far (its `system.part_log`), and the rows
+    /// they hold; none for the embedded engine.
+    fn new_parts(&self) -> Result<(u64, u64)> {
+        let Some(c) = self.clickhouse else { return Ok((0, 0)) };
+        clickhouse_sql(c, "SYSTEM FLUSH LOGS")?;
+        let answer = clickhouse_sql(
+            c,
+            &format!(
+                "SELECT count(), sum(rows) FROM system.part_log WHERE database = '{}' AND event_type = 'NEW_PART' \
+                 FORMAT TSV",
+                self.database
+            ),
+        )?;
+        let mut fields = answer.split_whitespace().map(str::parse::<u64>);
+        match (fields.next(), fields.next()) {
+            (Some(Ok(parts)), Some(Ok(rows))) => Ok((parts, rows)),
+            _ => anyhow::bail!("system.part_log: unexpected answer {answer:?}"),
+        }
     }
 
     /// The CPU seconds `running` and the ClickHouse server (0 without one) have used.
@@ -205,11 +233,12 @@ fn measure(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Measured
     for (kind, file) in [("accesslogs", &input.access), ("securityevents", &input.security)] {
         let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(file)?));
         let records: u64 = bodies.iter().map(|b| b.split(|c| *c == b'\n').count() as u64).sum();
-        let before = cpu();
+        let (before, parts_before) = (cpu(), engine.new_parts()?);
         let done = ingest::post_all(&url(kind), &cookie, &bodies, input.connections, None)?;
-        let after = cpu();
+        let (after, parts_after) = (cpu(), engine.new_parts()?);
         anyhow::ensure!(done.accepted == records, "{name}: {kind}: accepted {} of {records}", done.accepted);
-        posted.push((done, (after.0 - before.0, after.1 - before.1)));
+        let parts = (parts_after.0 - parts_before.0, parts_after.1 - parts_before.1);
+        posted.push((done, (after.0 - before.0, after.1 - before.1), parts));
     }
     eprintln!("{name}: ingested");
 
@@ -238,13 +267,25 @@ fn measure(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Measured
     drop(running);
 
     let (bytes, rows) = match engine.clickhouse {
-        Some(c) => clickhouse_footprint(c, "edge_bench")?,
+        Some(c) => clickhouse_footprint(c, &engine.database)?,
         None => embedded_footprint(&engine.data)?,
     };
     let mut posted = posted.into_iter();
-    let (access, access_cpu) = posted.next().context("access-log ingestion")?;
-    let (security, security_cpu) = posted.next().context("security ingestion")?;
-    Ok(Measured { name, access, security, access_cpu, security_cpu, queries, bytes, rows, load })
+    let (access, access_cpu, access_parts) = posted.next().context("access-log ingestion")?;
+    let (security, security_cpu, security_parts) = posted.next().context("security ingestion")?;
+    Ok(Measured {
+        name,
+        access,
+        security,
+        access_cpu,
+        security_cpu,
+        access_parts,
+        security_parts,
+        queries,
+        bytes,
+        rows,
+        load,
+    })
 }
 
 /// What the posts of one shape's records measured, and the CPU seconds of edge-server and clickhouse-server.
@@ -476,21 +517,27 @@ fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Va
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "| ingestion (NDJSON, requests of {} records, {} connections, with a session) | records/s | edge-server CPU a record | clickhouse-server CPU a record |",
+        "| ingestion (NDJSON, requests of {} records, {} connections, with a session) | records/s | edge-server CPU a record | clickhouse-server CPU a record | ClickHouse parts created a minute (rows written a record) |",
         ingest::RECORDS_PER_REQUEST,
         input.connections
     );
-    let _ = writeln!(out, "|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|");
     for m in [embedded, ch] {
-        for (what, count, posted, cpu) in [
-            ("access-log records, into all rollups", n, &m.access, m.access_cpu),
-            ("security events, raw and into all rollups", security_n, &m.security, m.security_cpu),
+        for (what, count, posted, cpu, parts) in [
+            ("access-log records, into all rollups", n, &m.access, m.access_cpu, m.access_parts),
+            ("security events, raw and into all rollups", security_n, &m.security, m.security_cpu, m.security_parts),
         ] {
-            let ch_cpu =
-                if m.name == "ClickHouse" { format!("{:.2} µs", cpu.1 * 1e6 / count as f64) } else { String::new() };
+            let (ch_cpu, ch_parts) = if m.name == "ClickHouse" {
+                (
+                    format!("{:.2} µs", cpu.1 * 1e6 / count as f64),
+                    format!("{:.0} ({:.1})", parts.0 as f64 * 60.0 / posted.seconds, parts.1 as f64 / count as f64),
+                )
+            } else {
+                Default::default()
+            };
             let _ = writeln!(
                 out,
-                "| {}: {count} {what} | {:.0} | {:.2} µs | {ch_cpu} |",
+                "| {}: {count} {what} | {:.0} | {:.2} µs | {ch_cpu} | {ch_parts} |",
                 m.name,
                 count as f64 / posted.seconds,
                 cpu.0 * 1e6 / count as f64,

@@ -129,6 +129,7 @@ impl ClickHouse {
   <mark_cache_size>67108864</mark_cache_size>
   <uncompressed_cache_size>67108864</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
+  <part_log><database>system</database><table>part_log</table><flush_interval_milliseconds>7500</flush_interval_milliseconds></part_log>
 </yandex>
 "#
         );
