@@ -1,7 +1,7 @@
 //! Answering a query: the rollup both engines choose, read with SQL that gives the embedded engine's rows in
 //! its order (ties by when values were first seen, from the `dict` table); raw security events by time.
 
-use std::{fmt::Write as _, sync::Arc};
+use std::{fmt::Write as _, future::Future, sync::Arc};
 
 use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Query, TOPK_URL_PER_DAY};
 use serde::Deserialize;
@@ -99,25 +99,24 @@ impl ClickHouseEngine {
         self.block(async move { query.fetch_all::<OutRow>().await })
     }
 
-    /// The (time, sequence number) of `place`'s one row, if it has one, and the number of `count`, asked at once.
-    fn place_and_count(&self, customer: CustomerId, place: Sql, count: Sql) -> Result<(Option<Place>, u64), Failure> {
+    /// What `fetch` gets from the statement `sql`, and the number of `count`, asked at once (two queries, one
+    /// wait).
+    fn with_count<T: Send, F>(
+        &self,
+        customer: CustomerId,
+        sql: Sql,
+        count: Sql,
+        fetch: impl FnOnce(clickhouse::query::Query) -> F,
+    ) -> Result<(T, u64), Failure>
+    where
+        F: Future<Output = Result<T, clickhouse::error::Error>> + Send,
+    {
         let client = self.client(customer);
-        let place = bind(client.query(&place.text), place.args);
+        let fetched = fetch(bind(client.query(&sql.text), sql.args));
         let count = bind(client.query(&count.text), count.args);
         self.block(async move {
-            let (place, count) = tokio::join!(place.fetch_optional::<Place>(), count.fetch_one::<u64>());
-            Ok((place?, count?))
-        })
-    }
-
-    /// The rows of `rows` and the number of `count`, asked at once (two queries, one wait).
-    fn rows_and_count(&self, customer: CustomerId, rows: Sql, count: Sql) -> Result<(Vec<OutRow>, u64), Failure> {
-        let client = self.client(customer);
-        let rows = bind(client.query(&rows.text), rows.args);
-        let count = bind(client.query(&count.text), count.args);
-        self.block(async move {
-            let (rows, count) = tokio::join!(rows.fetch_all::<OutRow>(), count.fetch_one::<u64>());
-            Ok((rows?, count?))
+            let (fetched, count) = tokio::join!(fetched, count.fetch_one::<u64>());
+            Ok((fetched?, count?))
         })
     }
 }
@@ -242,7 +241,7 @@ impl ClickHouseEngine {
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
             count.push("SELECT count() FROM (").append(inner).push(")");
-            let (rows, count) = self.rows_and_count(customer, sql, count)?;
+            let (rows, count) = self.with_count(customer, sql, count, |q| q.fetch_all::<OutRow>())?;
             total = count;
             rows
         };
@@ -312,7 +311,7 @@ impl ClickHouseEngine {
                 let mut last = Sql::default();
                 last.push("SELECT ts, seq").append(base.clone()).push(" ORDER BY ").push(&order.join(", "));
                 last.push(" LIMIT ").unsigned(q.start.saturating_add(q.limit - 1)).push(", 1");
-                let (last, total) = self.place_and_count(customer, last, count.clone())?;
+                let (last, total) = self.with_count(customer, last, count.clone(), |q| q.fetch_optional::<Place>())?;
                 if let Some(Place { ts, seq }) = last {
                     let (before, up_to) =
                         (if ts_descending { " > " } else { " < " }, if seq_descending { " >= " } else { " <= " });
@@ -335,7 +334,7 @@ impl ClickHouseEngine {
         sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
         let (rows, total) = match total {
             Some(total) => (self.fetch_rows(customer, sql)?, total),
-            None => self.rows_and_count(customer, sql, count)?,
+            None => self.with_count(customer, sql, count, |q| q.fetch_all::<OutRow>())?,
         };
         let customer_cell: Arc<str> = Arc::from(name);
         let columns = q.dimensions.iter().map(|d| (d.clone(), is_int(d))).collect();
