@@ -471,10 +471,14 @@ impl ClickHouseEngine {
 mod tests {
     use super::*;
 
-    /// A rollup row of one text dimension and two sums, as `rollup_rows` writes it.
+    /// A rollup row of customer 7 with one text dimension and two sums, as `rollup_rows` writes it.
     fn row(bucket: i64, value: &str, sums: [u64; 2], first: u64) -> Vec<u8> {
+        of(7, bucket, value, sums, first)
+    }
+
+    fn of(customer: i64, bucket: i64, value: &str, sums: [u64; 2], first: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        out.extend_from_slice(&7i64.to_le_bytes());
+        out.extend_from_slice(&customer.to_le_bytes());
         out.extend_from_slice(&20_000u16.to_le_bytes());
         out.extend_from_slice(&4u64.to_le_bytes());
         out.extend_from_slice(&bucket.to_le_bytes());
@@ -502,5 +506,8 @@ mod tests {
             [row(0, "a", [5, 50], 3), row(0, &long, [7, 70], 6), row(300, "a", [3, 30], 7)].concat();
         assert_eq!(sum_rows(rows, 1, 2), expected);
         assert!(sum_rows(Vec::new(), 1, 2).is_empty());
+        // Another customer's row of the same bucket and value (a group holds any customers of a shard) stays its own.
+        let two = [row(0, "a", [1, 10], 5), of(8, 0, "a", [2, 20], 4), row(0, "a", [3, 30], 6)].concat();
+        assert_eq!(sum_rows(two, 1, 2), [row(0, "a", [4, 40], 5), of(8, 0, "a", [2, 20], 4)].concat());
     }
 }
