@@ -1,6 +1,6 @@
 //! Batches written together: the batches of concurrent requests to one shard and source go to ClickHouse in one
 //! insert (one part a day in the raw table and in each rollup table, instead of one per request; their rollup
-//! rows summed together, [`super::insert`]), and each request is answered once that insert is stored. The first
+//! rows summed together, [`super::order`]), and each request is answered once that insert is stored. The first
 //! request of a group writes it: while other requests are on their way to the lane ([`Lane::coming`]: their
 //! batches being prepared), it waits for them, up to [`WINDOW`] and unless the group already holds [`FULL`]
 //! records; requests arriving while a group is written form the next one. A request alone is written at once.

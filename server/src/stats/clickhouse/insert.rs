@@ -7,8 +7,6 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustc_hash::FxHashMap;
-
 use super::{
     super::{
         AccessBatch, IngestError, Keyed, SecurityBatch, Stored, dim_id,
@@ -20,6 +18,7 @@ use super::{
     },
     ClickHouseEngine, Failure,
     group::{Coming, Lane, Rows},
+    order,
     schema::{MARKER, Source, grouping},
     shard_of,
     sql::{insert_dict, one_block},
@@ -34,8 +33,8 @@ const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
 const SEQ_EPOCH_MS: u64 = 1_577_836_800_000;
 
-// RowBinary encoding of inserted rows.
-fn put_str(out: &mut Vec<u8>, s: &str) {
+/// RowBinary's encoding of a string: its length (unsigned LEB128), then its bytes.
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     let mut n = s.len();
     while n >= 0x80 {
         out.push((n as u8) | 0x80);
@@ -43,6 +42,17 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     }
     out.push(n as u8);
     out.extend_from_slice(s.as_bytes());
+}
+
+/// The rank of each of `n` values (by id) in the order of their bytes.
+fn rank<'v>(n: usize, value: impl Fn(u32) -> &'v str) -> Vec<u32> {
+    let mut by_value: Vec<u32> = (0..n as u32).collect();
+    by_value.sort_unstable_by(|a, b| value(*a).cmp(value(*b)));
+    let mut rank = vec![0; n];
+    for (r, id) in by_value.into_iter().enumerate() {
+        rank[id as usize] = r as u32;
+    }
+    rank
 }
 
 /// The smallest record index of each value of a column.
@@ -60,8 +70,9 @@ fn firsts(c: &Column) -> Vec<u32> {
 impl ClickHouseEngine {
     /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the
     /// dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions), the sums
-    /// and the first record's sequence number, as aggregate states. A batch with an id (sent with a key) adds a
-    /// marker row to each table for each day it has rows of there (see [`MARKER`]).
+    /// and the first record's sequence number, as aggregate states; in the table's order (grouping set, bucket,
+    /// values: see [`order`]). A batch with an id (sent with a key) adds a marker row to each table for each day
+    /// it has rows of there (see [`MARKER`]).
     #[allow(clippy::too_many_arguments)]
     fn rollup_rows<'v>(
         &self,
@@ -72,8 +83,11 @@ impl ClickHouseEngine {
         input: &Input,
         value: impl Fn(usize, u32) -> &'v str,
     ) -> Vec<Vec<u8>> {
-        let mut out: Vec<Vec<u8>> = vec![Vec::new(); self.rollup_tables.len()];
+        // Each table's rows of each grouping set it holds.
+        let mut sets: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); self.rollup_tables.len()];
         let mut days: Vec<Vec<u16>> = vec![Vec::new(); self.rollup_tables.len()];
+        // Each batch column's values ranked by their bytes (ClickHouse's order of strings), by batch id.
+        let mut ranks: Vec<Vec<u32>> = vec![Vec::new(); input.card.len()];
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
         plan.sum_each(&mut work, input, |summed| {
             let t = self.table_of[summed.spec];
@@ -82,8 +96,28 @@ impl ClickHouseEngine {
             let mask = grouping(spec);
             // Each column of the table: the rollup's dimension it holds, if any.
             let place: Vec<Option<usize>> = table.dims.iter().map(|d| spec.dims.iter().position(|x| x == d)).collect();
-            let (buf, days) = (&mut out[t], &mut days[t]);
-            for (r, bucket) in summed.buckets.iter().enumerate() {
+            for (column, _) in &summed.cols {
+                if ranks[*column].is_empty() {
+                    ranks[*column] = rank(input.card[*column], |id| value(*column, id));
+                }
+            }
+            // The rows by bucket, then by the values of the table's columns in turn (those this rollup holds).
+            let held: Vec<(&[u32], &[u32])> =
+                place.iter().flatten().map(|k| (summed.cols[*k].1, ranks[summed.cols[*k].0].as_slice())).collect();
+            let mut rows: Vec<u32> = (0..summed.buckets.len() as u32).collect();
+            rows.sort_unstable_by(|a, b| {
+                let (a, b) = (*a as usize, *b as usize);
+                summed.buckets[a].cmp(&summed.buckets[b]).then_with(|| {
+                    let of = |ids: &[u32], rank: &[u32], r: usize| rank.get(ids[r] as usize).copied();
+                    held.iter()
+                        .map(|(ids, rank)| of(ids, rank, a).cmp(&of(ids, rank, b)))
+                        .find(|o| o.is_ne())
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+            });
+            let (days, mut buf) = (&mut days[t], Vec::new());
+            for r in rows {
+                let (r, bucket) = (r as usize, summed.buckets[r as usize]);
                 let day = bucket.div_euclid(86_400_000).clamp(0, i64::from(u16::MAX)) as u16;
                 if batch != 0 && days.last() != Some(&day) {
                     days.push(day);
@@ -96,7 +130,7 @@ impl ClickHouseEngine {
                     match p {
                         Some(k) => {
                             let (column, ids) = summed.cols[*k];
-                            put_str(buf, value(column, ids[r]));
+                            put_str(&mut buf, value(column, ids[r]));
                         }
                         None => buf.push(0),
                     }
@@ -107,6 +141,7 @@ impl ClickHouseEngine {
                 buf.push(1);
                 buf.extend_from_slice(&(seq + u64::from(summed.firsts[r])).to_le_bytes());
             }
+            sets[t].push((mask, buf));
         });
         let mut kept = self.work.lock().unwrap_or_else(|e| e.into_inner());
         // Tables of as many requests as ran at once are not all kept: a burst would hold on to their memory.
@@ -114,6 +149,14 @@ impl ClickHouseEngine {
             kept.push(work);
         }
         drop(kept);
+        let mut out: Vec<Vec<u8>> = sets
+            .into_iter()
+            .map(|mut sets| {
+                sets.sort_unstable_by_key(|(mask, _)| *mask);
+                sets.into_iter().map(|(_, rows)| rows).collect::<Vec<_>>().concat()
+            })
+            .collect();
+        // Marker rows last: their grouping is the largest.
         for ((buf, days), table) in out.iter_mut().zip(&mut days).zip(&self.rollup_tables) {
             days.sort_unstable();
             days.dedup();
@@ -165,8 +208,8 @@ impl ClickHouseEngine {
 
     /// Stores a batch's rows (of `records` records) with those of concurrent requests to the same shard
     /// ([`super::group`]; `coming`: this request's place on its way there): the dictionary rows, then the raw
-    /// rows and each rollup table's rows at once (the group's rows of the same key summed), each insert one part
-    /// a day.
+    /// rows and each rollup table's rows at once, each in its table's order ([`order`]; the group's rollup rows
+    /// of the same key summed), each insert one part a day.
     fn insert(
         &self,
         coming: Coming<'_>,
@@ -180,12 +223,12 @@ impl ClickHouseEngine {
             let client = client.clone();
             let mut inserts = vec![(
                 format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")),
-                group.rows.raw,
+                order::raw_rows(group.rows.raw, source.layout()),
             )];
             for (table, rows) in self.rollup_tables.iter().zip(group.rows.rollups) {
                 if !rows.is_empty() {
-                    let rows =
-                        if group.batches > 1 { sum_rows(rows, table.dims.len(), table.metrics.len()) } else { rows };
+                    // A batch's rows come in order, each key once; several batches' are put in order together.
+                    let rows = if group.batches > 1 { order::rollup_rows(rows, table.layout()) } else { rows };
                     inserts.push((format!("INSERT INTO {} ({}) FORMAT RowBinary", table.name, table.columns()), rows));
                 }
             }
@@ -296,69 +339,6 @@ pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String,
     outcome
 }
 
-/// Rows of one rollup table (RowBinary as [`ClickHouseEngine::rollup_rows`] writes them: a key of customer, day,
-/// grouping, bucket and `dims` values, then `metrics` sums and the first record's sequence number as aggregate
-/// states) with the rows of the same key summed into one, the smallest first record kept: what ClickHouse's
-/// merges would make of them, written as fewer rows. Rows in the order their keys were first seen.
-fn sum_rows(rows: Vec<u8>, dims: usize, metrics: usize) -> Vec<u8> {
-    /// Where a row's key ends, from its start (None: not a row of this layout).
-    fn key_end(rows: &[u8], mut at: usize, dims: usize) -> Option<usize> {
-        at += 8 + 2 + 8 + 8;
-        for _ in 0..dims {
-            let (mut len, mut shift) = (0usize, 0);
-            loop {
-                let b = *rows.get(at)?;
-                at += 1;
-                len |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                if b < 0x80 || shift > 56 {
-                    break;
-                }
-            }
-            at = at.checked_add(len)?;
-        }
-        Some(at)
-    }
-    let u64_at = |at: usize| rows.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-    // At most this many rows (each value at least its length's byte): room for all, never grown.
-    let most = rows.len() / (8 + 2 + 8 + 8 + dims + 8 * metrics + 9);
-    let mut index: FxHashMap<&[u8], usize> = FxHashMap::with_capacity_and_hasher(most, Default::default());
-    // Each key once, its sums (`metrics` a key) and first record.
-    let (mut keys, mut sums, mut firsts): (Vec<&[u8]>, Vec<u64>, Vec<u64>) =
-        (Vec::with_capacity(most), Vec::with_capacity(most * metrics), Vec::with_capacity(most));
-    let mut at = 0;
-    while at < rows.len() {
-        let Some(end) = key_end(&rows, at, dims) else { break };
-        let Some(first) = u64_at(end + 8 * metrics + 1) else { break };
-        let key = &rows[at..end];
-        let k = *index.entry(key).or_insert_with(|| {
-            keys.push(key);
-            sums.extend(std::iter::repeat_n(0, metrics));
-            firsts.push(u64::MAX);
-            keys.len() - 1
-        });
-        for m in 0..metrics {
-            sums[k * metrics + m] = sums[k * metrics + m].wrapping_add(u64_at(end + 8 * m).unwrap_or(0));
-        }
-        firsts[k] = firsts[k].min(first);
-        at = end + 8 * metrics + 9;
-    }
-    if at != rows.len() {
-        debug_assert!(false, "rollup rows of another layout");
-        return rows;
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    for (k, key) in keys.iter().enumerate() {
-        out.extend_from_slice(key);
-        for m in 0..metrics {
-            out.extend_from_slice(&sums[k * metrics + m].to_le_bytes());
-        }
-        out.push(1);
-        out.extend_from_slice(&firsts[k].to_le_bytes());
-    }
-    out
-}
-
 /// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
 /// key and the body, below 2^63 (a marker row's bucket) and never 0 (a batch without a key).
 fn batch_id(customer: CustomerId, key: &Keyed) -> u64 {
@@ -464,50 +444,5 @@ impl ClickHouseEngine {
             Some(key) => self.store_keyed(coming, customer, Source::Security, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A rollup row of customer 7 with one text dimension and two sums, as `rollup_rows` writes it.
-    fn row(bucket: i64, value: &str, sums: [u64; 2], first: u64) -> Vec<u8> {
-        of(7, bucket, value, sums, first)
-    }
-
-    fn of(customer: i64, bucket: i64, value: &str, sums: [u64; 2], first: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(&customer.to_le_bytes());
-        out.extend_from_slice(&20_000u16.to_le_bytes());
-        out.extend_from_slice(&4u64.to_le_bytes());
-        out.extend_from_slice(&bucket.to_le_bytes());
-        put_str(&mut out, value);
-        for s in sums {
-            out.extend_from_slice(&s.to_le_bytes());
-        }
-        out.push(1);
-        out.extend_from_slice(&first.to_le_bytes());
-        out
-    }
-
-    #[test]
-    fn rows_of_the_same_key_are_summed_into_one_with_the_smallest_first_record() {
-        let long = "u".repeat(300); // a length of two bytes
-        let rows: Vec<u8> = [
-            row(0, "a", [1, 10], 5),
-            row(0, &long, [2, 20], 6),
-            row(300, "a", [3, 30], 7),
-            row(0, "a", [4, 40], 3),
-            row(0, &long, [5, 50], 9),
-        ]
-        .concat();
-        let expected: Vec<u8> =
-            [row(0, "a", [5, 50], 3), row(0, &long, [7, 70], 6), row(300, "a", [3, 30], 7)].concat();
-        assert_eq!(sum_rows(rows, 1, 2), expected);
-        assert!(sum_rows(Vec::new(), 1, 2).is_empty());
-        // Another customer's row of the same bucket and value (a group holds any customers of a shard) stays its own.
-        let two = [row(0, "a", [1, 10], 5), of(8, 0, "a", [2, 20], 4), row(0, "a", [3, 30], 6)].concat();
-        assert_eq!(sum_rows(two, 1, 2), [row(0, "a", [4, 40], 5), of(8, 0, "a", [2, 20], 4)].concat());
     }
 }

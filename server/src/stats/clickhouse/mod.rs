@@ -48,6 +48,7 @@ use crate::{clock::Clock, store::CustomerId};
 
 mod group;
 mod insert;
+mod order;
 mod query;
 mod repair;
 mod schema;

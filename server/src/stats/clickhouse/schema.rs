@@ -86,6 +86,21 @@ impl Table {
         out.push_str(", first");
         out
     }
+
+    /// How [`super::insert`] lays out its rows: customer, day, grouping and bucket, the dimensions' values, then
+    /// a sum a metric and the first record (a flag byte and a sequence number).
+    pub(super) fn layout(&self) -> Layout {
+        Layout { head: 8 + 2 + 8 + 8, texts: self.dims.len(), tail: 8 * self.metrics.len() + 1 + 8 }
+    }
+}
+
+/// How the server lays out a table's rows in RowBinary: `head` bytes of numbers, `texts` strings (a length and
+/// bytes each), `tail` bytes of numbers. A rollup row's key is its head and texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Layout {
+    pub(super) head: usize,
+    pub(super) texts: usize,
+    pub(super) tail: usize,
 }
 
 /// The distinct rollup tables of `specs` (whose tables are `tables`), and the index of each spec's.
@@ -139,6 +154,14 @@ impl Source {
         }
         out.push("batch");
         out
+    }
+
+    /// How [`super::insert`] lays out its raw rows ([`Source::columns`]): customer, ts and seq, the
+    /// dimensions' values, then the metrics (access) and the batch id.
+    pub(super) fn layout(self) -> Layout {
+        let columns = self.columns();
+        let metrics = columns.iter().filter(|c| DELIVERY_METRICS.contains(c)).count();
+        Layout { head: 8 + 8 + 8, texts: columns.len() - 4 - metrics, tail: 8 * metrics + 8 }
     }
 
     /// The column definitions of [`Source::columns`].
