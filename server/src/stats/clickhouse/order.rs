@@ -1,8 +1,9 @@
 //! Rows put in the order of their table's sorting key before they are sent. ClickHouse sorts the rows of each
 //! part it writes by the table's ORDER BY unless they come sorted: for rollup rows keyed by text that sort was
 //! about half of an insert's work (measured on 18.16: 4,000,000 rows of two text dimensions inserted in 9.0 s
-//! as they came, in 4.8 s sorted). Sorted here, numbers compared first and texts only where those tie, rows of
-//! the same key also come side by side: a group's rollup rows of several batches are summed in the same pass.
+//! as they came, in 4.6–5.1 s sorted). A batch's rollup rows are encoded in order ([`super::insert`]: each
+//! column's values ranked once); a group's rows of several batches are merged here (numbers compared first,
+//! texts only where those tie), and there rows of the same key come side by side and are summed in one pass.
 
 use std::cmp::Ordering;
 
