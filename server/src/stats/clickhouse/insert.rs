@@ -19,7 +19,7 @@ use super::{
     ClickHouseEngine, Failure,
     group::{Coming, Lane, Rows},
     order,
-    schema::{MARKER, Source, grouping},
+    schema::{MARKER, Source, grouping, put_str},
     shard_of,
     sql::{insert_dict, one_block},
 };
@@ -32,17 +32,6 @@ const KEPT_WORK: usize = 2;
 const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
 const SEQ_EPOCH_MS: u64 = 1_577_836_800_000;
-
-/// RowBinary's encoding of a string: its length (unsigned LEB128), then its bytes.
-pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
-    let mut n = s.len();
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-    out.extend_from_slice(s.as_bytes());
-}
 
 /// The rank of each of `n` values (by id) in the order of their bytes.
 fn rank<'v>(n: usize, value: impl Fn(u32) -> &'v str) -> Vec<u32> {

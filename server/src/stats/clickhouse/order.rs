@@ -161,7 +161,7 @@ pub(super) fn raw_rows(rows: Vec<u8>, layout: Layout) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{super::insert::put_str, *};
+    use super::{super::schema::put_str, *};
 
     /// Rollup rows of one text dimension and two sums.
     const ROLLUP: Layout = Layout { head: 26, texts: 1, tail: 2 * 8 + 9 };

@@ -94,6 +94,17 @@ impl Table {
     }
 }
 
+/// RowBinary's encoding of a string: its length (unsigned LEB128), then its bytes.
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
+    let mut n = s.len();
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(s.as_bytes());
+}
+
 /// How the server lays out a table's rows in RowBinary: `head` bytes of numbers, `texts` strings (a length and
 /// bytes each), `tail` bytes of numbers. A rollup row's key is its head and texts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
