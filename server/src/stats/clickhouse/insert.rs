@@ -210,14 +210,14 @@ impl ClickHouseEngine {
         let client = &self.clients[shard_of(customer, self.clients.len())];
         self.lane(customer, source).insert(coming, rows, records, |group| {
             let client = client.clone();
-            let mut inserts = vec![(
-                format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")),
-                order::raw_rows(group.rows.raw, source.layout()),
-            )];
+            // A batch's rows come in order (rollup rows each key once); several batches' are put in order together.
+            let several = group.batches > 1;
+            let raw = if several { order::raw_rows(group.rows.raw, source.layout()) } else { group.rows.raw };
+            let mut inserts =
+                vec![(format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")), raw)];
             for (table, rows) in self.rollup_tables.iter().zip(group.rows.rollups) {
                 if !rows.is_empty() {
-                    // A batch's rows come in order, each key once; several batches' are put in order together.
-                    let rows = if group.batches > 1 { order::rollup_rows(rows, table.layout()) } else { rows };
+                    let rows = if several { order::rollup_rows(rows, table.layout()) } else { rows };
                     inserts.push((format!("INSERT INTO {} ({}) FORMAT RowBinary", table.name, table.columns()), rows));
                 }
             }

@@ -85,7 +85,7 @@ fn texts_cmp(rows: &[u8], mut a: usize, mut b: usize, texts: usize) -> Ordering 
 /// there), the rows of the same key summed into one with the smallest first record: what ClickHouse's merges
 /// would make of them. Rows of another layout are returned as they are.
 pub(super) fn rollup_rows(rows: Vec<u8>, layout: Layout) -> Vec<u8> {
-    let Some(mut places) = places(&rows, layout) else {
+    let Some(places) = places(&rows, layout) else {
         debug_assert!(false, "rollup rows of another layout");
         return rows;
     };
@@ -93,7 +93,7 @@ pub(super) fn rollup_rows(rows: Vec<u8>, layout: Layout) -> Vec<u8> {
     // Numbers first: customer, grouping, bucket and the first value's first 8 bytes (as a big-endian number,
     // zero-padded: where two differ, the values compare the same way), so that most comparisons are of numbers.
     let mut keyed: Vec<((i64, u64, i64, u64), Place)> = places
-        .drain(..)
+        .into_iter()
         .map(|p| {
             let at = p.start;
             let prefix = match (layout.texts, text_len(&rows, at + layout.head)) {
