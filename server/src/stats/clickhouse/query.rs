@@ -1,10 +1,10 @@
 //! Answering a query: the rollup both engines choose, read with SQL that gives the embedded engine's rows in
 //! its order (ties by when values were first seen, from the `dict` table); raw security events by time.
 
-use std::{fmt::Write as _, future::Future, sync::Arc};
+use std::{fmt::Write as _, sync::Arc};
 
 use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Query, TOPK_URL_PER_DAY};
-use serde::Deserialize;
+use serde::{Deserialize, de::DeserializeOwned};
 
 use super::{
     super::{
@@ -84,6 +84,33 @@ fn filter_sql(
     Ok(out)
 }
 
+/// The rows of `source` (a subquery with a bucket `b`, its hits `h` and the `columns`) that can be among a
+/// bucket's [`TOPK_URL_PER_DAY`] with the most hits: those with at least as many hits as its 20th most. Each
+/// bucket's rows are gathered into arrays once, the threshold read from its sorted hits, and the rows unfolded
+/// again, so that only the few at the top are then sorted by their whole order.
+fn top_rows(source: Sql, columns: &[String]) -> Sql {
+    let mut columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    if !columns.contains(&"h") {
+        columns.push("h");
+    }
+    let mut sql = Sql::default();
+    sql.push("(SELECT b");
+    for c in &columns {
+        let _ = write!(sql.text, ", groupArray({c}) AS a_{c}");
+    }
+    let _ = write!(sql.text, ", arrayReverseSort(a_h)[{TOPK_URL_PER_DAY}] AS t FROM ");
+    sql.append(source).push(" GROUP BY b) ARRAY JOIN ");
+    let unfolded: Vec<String> = columns.iter().map(|c| format!("a_{c} AS {c}")).collect();
+    sql.push(&unfolded.join(", ")).push(" WHERE h >= t");
+    sql
+}
+
+/// Whether ClickHouse refused an array as too large (`TOO_LARGE_ARRAY_SIZE`, code 128: over 16,777,215
+/// elements), which [`top_rows`] meets on a bucket of more rows than that.
+fn too_large_array(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.to_string().contains("Code: 128,"))
+}
+
 /// The ascending value order of a dimension: numeric for integer dimensions.
 fn value_order(dim: &str, column: &str) -> String {
     if is_int(dim) { format!("toInt64OrZero({column})") } else { column.to_string() }
@@ -99,25 +126,39 @@ impl ClickHouseEngine {
         self.block(async move { query.fetch_all::<OutRow>().await })
     }
 
-    /// What `fetch` gets from the statement `sql`, and the number of `count`, asked at once (two queries, one
-    /// wait).
-    fn with_count<T: Send, F>(
+    /// The rows of `sql` (ordered and limited) and how many there are without its `LIMIT`, in one query: a
+    /// query that sorts reads every row before its limit, and ClickHouse tells their number with the rows
+    /// (`rows_before_limit_at_least` of the JSON formats), so nothing is grouped twice. Should it not tell,
+    /// `count` is asked; and for a page of no rows (`limit` 0), which ClickHouse 18.16 answers without reading
+    /// (and counts 0), only `count` is.
+    fn fetch_counted<T: DeserializeOwned + Send>(
         &self,
         customer: CustomerId,
-        sql: Sql,
+        (sql, limit): (Sql, u64),
         count: Sql,
-        fetch: impl FnOnce(clickhouse::query::Query) -> F,
-    ) -> Result<(T, u64), Failure>
-    where
-        F: Future<Output = Result<T, clickhouse::error::Error>> + Send,
-    {
-        let client = self.client(customer);
-        let fetched = fetch(bind(client.query(&sql.text), sql.args));
-        let count = bind(client.query(&count.text), count.args);
-        self.block(async move {
-            let (fetched, count) = tokio::join!(fetched, count.fetch_one::<u64>());
-            Ok((fetched?, count?))
-        })
+    ) -> Result<(Vec<T>, u64), Failure> {
+        let count_of = |count: Sql| {
+            let count = bind(self.client(customer).query(&count.text), count.args);
+            self.block(count.fetch_one::<u64>())
+        };
+        if limit == 0 {
+            return Ok((Vec::new(), count_of(count)?));
+        }
+        #[derive(Deserialize)]
+        struct Counted<T> {
+            data: Vec<T>,
+            rows_before_limit_at_least: Option<u64>,
+        }
+        let query = bind(self.client(customer).query(&sql.text), sql.args)
+            .with_setting("output_format_json_quote_64bit_integers", "0");
+        let body = self.block(async move { query.fetch_bytes("JSONCompact")?.collect().await })?;
+        let counted: Counted<T> = serde_json::from_slice(&body)
+            .map_err(|e| Failure::Internal(anyhow::Error::new(e).context("statistics database: a JSON answer")))?;
+        let total = match counted.rows_before_limit_at_least {
+            Some(total) => total,
+            None => count_of(count)?,
+        };
+        Ok((counted.data, total))
     }
 }
 
@@ -214,7 +255,7 @@ impl ClickHouseEngine {
                 }
             }
         }
-        order.extend(tie);
+        order.extend(tie.iter().cloned());
 
         let mut sql = Sql::default();
         sql.push("SELECT b, ");
@@ -230,18 +271,39 @@ impl ClickHouseEngine {
             let xs: Vec<String> = (0..metric_cols.len()).map(|i| format!("x{i}")).collect();
             sql.push("[").push(&xs.join(", ")).push("]");
         }
-        sql.push(" AS metrics FROM ").append(source).push(" ORDER BY ").push(&order.join(", "));
+        sql.push(" AS metrics FROM ");
         let total;
         let rows = if per_day {
-            let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
-            let rows = self.fetch_rows(customer, sql)?;
+            // Sorting every row of a day by (hits, tie) is most of the time of the daily top URLs, so only the
+            // rows that can be in a day's top are sorted: those with at least the day's 20th most hits. A day
+            // too large for arrays (`TOO_LARGE_ARRAY_SIZE`) sorts them all.
+            let mut carried: Vec<String> = columns_of.clone();
+            carried.extend((0..metric_cols.len()).map(|i| format!("x{i}")));
+            carried.extend(tie.iter().filter(|c| *c != "b").cloned());
+            let top = |mut sql: Sql, source: Sql, within: bool| {
+                if within {
+                    sql.append(top_rows(source, &carried));
+                } else {
+                    sql.append(source);
+                }
+                sql.push(" ORDER BY ").push(&order.join(", "));
+                let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
+                sql
+            };
+            let rows = match self.fetch_rows(customer, top(sql.clone(), source.clone(), true)) {
+                Err(Failure::Internal(e)) if too_large_array(&e) => {
+                    self.fetch_rows(customer, top(sql, source, false))?
+                }
+                r => r?,
+            };
             total = rows.len() as u64;
             rows
         } else {
+            sql.append(source).push(" ORDER BY ").push(&order.join(", "));
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
             count.push("SELECT count() FROM (").append(inner).push(")");
-            let (rows, count) = self.with_count(customer, sql, count, |q| q.fetch_all::<OutRow>())?;
+            let (rows, count) = self.fetch_counted::<OutRow>(customer, (sql, q.limit), count)?;
             total = count;
             rows
         };
@@ -311,8 +373,8 @@ impl ClickHouseEngine {
                 let mut last = Sql::default();
                 last.push("SELECT ts, seq").append(base.clone()).push(" ORDER BY ").push(&order.join(", "));
                 last.push(" LIMIT ").unsigned(q.start.saturating_add(q.limit - 1)).push(", 1");
-                let (last, total) = self.with_count(customer, last, count.clone(), |q| q.fetch_optional::<Place>())?;
-                if let Some(Place { ts, seq }) = last {
+                let (last, total) = self.fetch_counted::<Place>(customer, (last, 1), count.clone())?;
+                if let Some(Place { ts, seq }) = last.into_iter().next() {
                     let (before, up_to) =
                         (if ts_descending { " > " } else { " < " }, if seq_descending { " >= " } else { " <= " });
                     base.push(" AND (ts").push(before).int(ts).push(" OR (ts = ").int(ts);
@@ -334,7 +396,7 @@ impl ClickHouseEngine {
         sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
         let (rows, total) = match total {
             Some(total) => (self.fetch_rows(customer, sql)?, total),
-            None => self.with_count(customer, sql, count, |q| q.fetch_all::<OutRow>())?,
+            None => self.fetch_counted::<OutRow>(customer, (sql, q.limit), count)?,
         };
         let customer_cell: Arc<str> = Arc::from(name);
         let columns = q.dimensions.iter().map(|d| (d.clone(), is_int(d))).collect();
@@ -359,7 +421,21 @@ impl ClickHouseEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::time_order;
+    use super::{super::Failure, time_order, too_large_array};
+
+    #[test]
+    fn an_array_too_large_is_told_from_other_failures() {
+        let failure = |reason: &str| match Failure::from(clickhouse::error::Error::BadResponse(reason.into())) {
+            Failure::Internal(e) => e,
+            Failure::Unavailable(m) => panic!("{m}"),
+        };
+        let e = failure("Code: 128, e.displayText() = DB::Exception: Too large array size, e.what() = DB::Exception");
+        assert!(too_large_array(&e));
+        let e = failure("Code: 241, e.displayText() = DB::Exception: Memory limit (for query) exceeded");
+        assert!(!too_large_array(&e));
+        let e = failure("Code: 1280, e.displayText() = DB::Exception: something else");
+        assert!(!too_large_array(&e));
+    }
 
     #[test]
     fn an_order_by_time_alone_is_told_apart_with_its_directions() {
