@@ -89,10 +89,7 @@ fn filter_sql(
 /// bucket's rows are gathered into arrays once, the threshold read from its sorted hits, and the rows unfolded
 /// again, so that only the few at the top are then sorted by their whole order.
 fn top_rows(source: Sql, columns: &[String]) -> Sql {
-    let mut columns: Vec<&str> = columns.iter().map(String::as_str).collect();
-    if !columns.contains(&"h") {
-        columns.push("h");
-    }
+    let columns: Vec<&str> = columns.iter().map(String::as_str).chain(["h"]).collect();
     let mut sql = Sql::default();
     sql.push("(SELECT b");
     for c in &columns {
@@ -280,20 +277,13 @@ impl ClickHouseEngine {
             let mut carried: Vec<String> = columns_of.clone();
             carried.extend((0..metric_cols.len()).map(|i| format!("x{i}")));
             carried.extend(tie.iter().filter(|c| *c != "b").cloned());
-            let top = |mut sql: Sql, source: Sql, within: bool| {
-                if within {
-                    sql.append(top_rows(source, &carried));
-                } else {
-                    sql.append(source);
-                }
-                sql.push(" ORDER BY ").push(&order.join(", "));
+            let top_of = |mut sql: Sql, from: Sql| {
+                sql.append(from).push(" ORDER BY ").push(&order.join(", "));
                 let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
                 sql
             };
-            let rows = match self.fetch_rows(customer, top(sql.clone(), source.clone(), true)) {
-                Err(Failure::Internal(e)) if too_large_array(&e) => {
-                    self.fetch_rows(customer, top(sql, source, false))?
-                }
+            let rows = match self.fetch_rows(customer, top_of(sql.clone(), top_rows(source.clone(), &carried))) {
+                Err(Failure::Internal(e)) if too_large_array(&e) => self.fetch_rows(customer, top_of(sql, source))?,
                 r => r?,
             };
             total = rows.len() as u64;
