@@ -60,6 +60,40 @@ struct Input {
     shape_records: u64,
 }
 
+/// What ClickHouse's threads did for one table (its `system.part_log`): parts written and the rows they hold,
+/// merges and the rows of the parts they made, and the milliseconds of each (a thread's wall time, so time
+/// waiting for a core counts too).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct TableWork {
+    table: String,
+    new_parts: u64,
+    new_rows: u64,
+    new_ms: u64,
+    merges: u64,
+    merged_rows: u64,
+    merge_ms: u64,
+}
+
+/// What changed between two [`Engine::part_work`]s, by table (tables with nothing done left out).
+fn work_between(before: &[TableWork], after: &[TableWork]) -> Vec<TableWork> {
+    after
+        .iter()
+        .map(|a| {
+            let b = before.iter().find(|b| b.table == a.table).cloned().unwrap_or_default();
+            TableWork {
+                table: a.table.clone(),
+                new_parts: a.new_parts - b.new_parts,
+                new_rows: a.new_rows - b.new_rows,
+                new_ms: a.new_ms - b.new_ms,
+                merges: a.merges - b.merges,
+                merged_rows: a.merged_rows - b.merged_rows,
+                merge_ms: a.merge_ms - b.merge_ms,
+            }
+        })
+        .filter(|w| w.new_parts + w.merges > 0)
+        .collect()
+}
+
 /// What one engine behind an `edge-server` measured.
 struct Measured {
     name: &'static str,
@@ -68,9 +102,9 @@ struct Measured {
     /// CPU seconds of edge-server and of clickhouse-server during the access-log and security ingestion.
     access_cpu: (f64, f64),
     security_cpu: (f64, f64),
-    /// Parts ClickHouse created during the access-log and security ingestion, and the rows they hold.
-    access_parts: (u64, u64),
-    security_parts: (u64, u64),
+    /// What ClickHouse's threads did during the access-log and security ingestion, by table.
+    access_work: Vec<TableWork>,
+    security_work: Vec<TableWork>,
     /// Per query: p50, p99 (ms), rows of the answer, total_results, the answer of the last run.
     queries: Vec<(f64, f64, usize, u64, String)>,
     bytes: u64,
@@ -179,24 +213,48 @@ impl Engine<'_> {
         start(server_bin, &self.data, &flags, customers)
     }
 
-    /// The parts ClickHouse has created in the engine's database so far (its `system.part_log`), and the rows
-    /// they hold; none for the embedded engine.
-    fn new_parts(&self) -> Result<(u64, u64)> {
-        let Some(c) = self.clickhouse else { return Ok((0, 0)) };
+    /// What ClickHouse's threads have done so far for each table of the engine's database (its
+    /// `system.part_log`); nothing for the embedded engine.
+    fn part_work(&self) -> Result<Vec<TableWork>> {
+        let Some(c) = self.clickhouse else { return Ok(Vec::new()) };
         clickhouse_sql(c, "SYSTEM FLUSH LOGS")?;
         let answer = clickhouse_sql(
             c,
             &format!(
-                "SELECT count(), sum(rows) FROM system.part_log WHERE database = '{}' AND event_type = 'NEW_PART' \
-                 FORMAT TSV",
+                "SELECT table, countIf(event_type = 'NEW_PART'), sumIf(rows, event_type = 'NEW_PART'), \
+                 sumIf(duration_ms, event_type = 'NEW_PART'), countIf(event_type = 'MERGE_PARTS'), \
+                 sumIf(rows, event_type = 'MERGE_PARTS'), sumIf(duration_ms, event_type = 'MERGE_PARTS') \
+                 FROM system.part_log WHERE database = '{}' GROUP BY table ORDER BY table FORMAT TSV",
                 self.database
             ),
         )?;
-        let mut fields = answer.split_whitespace().map(str::parse::<u64>);
-        match (fields.next(), fields.next()) {
-            (Some(Ok(parts)), Some(Ok(rows))) => Ok((parts, rows)),
-            _ => anyhow::bail!("system.part_log: unexpected answer {answer:?}"),
-        }
+        answer
+            .lines()
+            .map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                let n = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+                match (fields.first(), n(1), n(2), n(3), n(4), n(5), n(6)) {
+                    (
+                        Some(table),
+                        Some(new_parts),
+                        Some(new_rows),
+                        Some(new_ms),
+                        Some(merges),
+                        Some(merged_rows),
+                        Some(merge_ms),
+                    ) => Ok(TableWork {
+                        table: table.to_string(),
+                        new_parts,
+                        new_rows,
+                        new_ms,
+                        merges,
+                        merged_rows,
+                        merge_ms,
+                    }),
+                    _ => anyhow::bail!("system.part_log: unexpected answer {line:?}"),
+                }
+            })
+            .collect()
     }
 
     /// The CPU seconds `running` and the ClickHouse server (0 without one) have used.
@@ -233,12 +291,11 @@ fn measure(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Measured
     for (kind, file) in [("accesslogs", &input.access), ("securityevents", &input.security)] {
         let bodies = Arc::new(ingest::bodies(&std::fs::read_to_string(file)?));
         let records: u64 = bodies.iter().map(|b| b.split(|c| *c == b'\n').count() as u64).sum();
-        let (before, parts_before) = (cpu(), engine.new_parts()?);
+        let (before, work_before) = (cpu(), engine.part_work()?);
         let done = ingest::post_all(&url(kind), &cookie, &bodies, input.connections, None)?;
-        let (after, parts_after) = (cpu(), engine.new_parts()?);
+        let (after, work_after) = (cpu(), engine.part_work()?);
         anyhow::ensure!(done.accepted == records, "{name}: {kind}: accepted {} of {records}", done.accepted);
-        let parts = (parts_after.0 - parts_before.0, parts_after.1 - parts_before.1);
-        posted.push((done, (after.0 - before.0, after.1 - before.1), parts));
+        posted.push((done, (after.0 - before.0, after.1 - before.1), work_between(&work_before, &work_after)));
     }
     eprintln!("{name}: ingested");
 
@@ -271,16 +328,16 @@ fn measure(engine: &Engine, server_bin: &Path, input: &Input) -> Result<Measured
         None => embedded_footprint(&engine.data)?,
     };
     let mut posted = posted.into_iter();
-    let (access, access_cpu, access_parts) = posted.next().context("access-log ingestion")?;
-    let (security, security_cpu, security_parts) = posted.next().context("security ingestion")?;
+    let (access, access_cpu, access_work) = posted.next().context("access-log ingestion")?;
+    let (security, security_cpu, security_work) = posted.next().context("security ingestion")?;
     Ok(Measured {
         name,
         access,
         security,
         access_cpu,
         security_cpu,
-        access_parts,
-        security_parts,
+        access_work,
+        security_work,
         queries,
         bytes,
         rows,
@@ -481,6 +538,41 @@ fn report_shapes(input: &Input, embedded: &[ShapeRun], ch: &[ShapeRun], duck: &s
     }
 }
 
+/// Where clickhouse-server's threads spent the ingestion of `n` access-log records, by table: writing the parts
+/// of the inserts, and merging parts (those merges done by the ingestion's end).
+fn work_table(out: &mut String, n: u64, work: &[TableWork]) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| ClickHouse, during the ingestion of {n} access-log records: table | parts written (rows a record) | thread seconds writing | merges done (rows made a record) | thread seconds merging | µs merging a row made |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let per_record = |rows: u64| rows as f64 / n as f64;
+    let all = work.iter().fold(TableWork { table: "all tables".into(), ..TableWork::default() }, |a, w| TableWork {
+        table: a.table,
+        new_parts: a.new_parts + w.new_parts,
+        new_rows: a.new_rows + w.new_rows,
+        new_ms: a.new_ms + w.new_ms,
+        merges: a.merges + w.merges,
+        merged_rows: a.merged_rows + w.merged_rows,
+        merge_ms: a.merge_ms + w.merge_ms,
+    });
+    for w in work.iter().chain(std::iter::once(&all)) {
+        let _ = writeln!(
+            out,
+            "| {} | {} ({:.2}) | {:.1} | {} ({:.2}) | {:.1} | {:.1} |",
+            w.table,
+            w.new_parts,
+            per_record(w.new_rows),
+            w.new_ms as f64 / 1000.0,
+            w.merges,
+            per_record(w.merged_rows),
+            w.merge_ms as f64 / 1000.0,
+            if w.merged_rows == 0 { 0.0 } else { w.merge_ms as f64 * 1000.0 / w.merged_rows as f64 },
+        );
+    }
+}
+
 fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Value) {
     let [embedded, ch] = *engines;
     let mut out = String::new();
@@ -523,10 +615,11 @@ fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Va
     );
     let _ = writeln!(out, "|---|---|---|---|---|");
     for m in [embedded, ch] {
-        for (what, count, posted, cpu, parts) in [
-            ("access-log records, into all rollups", n, &m.access, m.access_cpu, m.access_parts),
-            ("security events, raw and into all rollups", security_n, &m.security, m.security_cpu, m.security_parts),
+        for (what, count, posted, cpu, work) in [
+            ("access-log records, into all rollups", n, &m.access, m.access_cpu, &m.access_work),
+            ("security events, raw and into all rollups", security_n, &m.security, m.security_cpu, &m.security_work),
         ] {
+            let parts = work.iter().fold((0, 0), |(p, r), w| (p + w.new_parts, r + w.new_rows));
             let (ch_cpu, ch_parts) = if m.name == "ClickHouse" {
                 (
                     format!("{:.2} µs", cpu.1 * 1e6 / count as f64),
@@ -556,6 +649,7 @@ fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Va
         "| DuckDB (in-process): {security_n} security events, read_ndjson into a table | {:.0} | | |",
         security_n as f64 / f("security_s")
     );
+    work_table(&mut out, n, &ch.access_work);
     let _ = writeln!(out);
     let _ = writeln!(out, "| on disk | bytes | stored rows | bytes a stored row | bytes an ingested record |");
     let _ = writeln!(out, "|---|---|---|---|---|");
@@ -592,4 +686,36 @@ fn report(n: u64, input: &Input, engines: &[&Measured; 2], duck: &serde_json::Va
     let _ =
         writeln!(out, "(The 5-minute and hourly queries span a week and a month; the data, the hour before midnight.)");
     print!("{out}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(table: &str, new_parts: u64, merges: u64) -> TableWork {
+        TableWork {
+            table: table.into(),
+            new_parts,
+            new_rows: new_parts * 10,
+            new_ms: new_parts * 2,
+            merges,
+            merged_rows: merges * 100,
+            merge_ms: merges * 50,
+        }
+    }
+
+    #[test]
+    fn work_between_counts_what_each_table_did_in_between() {
+        let before = [work("access", 3, 1), work("dict", 2, 0)];
+        let after = [work("access", 5, 2), work("delivery_day", 4, 1), work("dict", 2, 0)];
+        assert_eq!(work_between(&before, &after), vec![work("access", 2, 1), work("delivery_day", 4, 1)]);
+    }
+
+    #[test]
+    fn the_work_table_sums_every_table() {
+        let mut out = String::new();
+        work_table(&mut out, 10, &[work("access", 2, 1), work("delivery_day", 4, 1)]);
+        let last = out.lines().last().unwrap_or_default();
+        assert_eq!(last, "| all tables | 6 (6.00) | 0.0 | 2 (20.00) | 0.1 | 500.0 |");
+    }
 }
