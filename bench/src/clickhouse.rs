@@ -74,22 +74,26 @@ struct TableWork {
     merge_ms: u64,
 }
 
+impl TableWork {
+    /// This table's figures combined one by one with `other`'s by `f`.
+    fn with(&self, other: &TableWork, f: impl Fn(u64, u64) -> u64) -> TableWork {
+        TableWork {
+            table: self.table.clone(),
+            new_parts: f(self.new_parts, other.new_parts),
+            new_rows: f(self.new_rows, other.new_rows),
+            new_ms: f(self.new_ms, other.new_ms),
+            merges: f(self.merges, other.merges),
+            merged_rows: f(self.merged_rows, other.merged_rows),
+            merge_ms: f(self.merge_ms, other.merge_ms),
+        }
+    }
+}
+
 /// What changed between two [`Engine::part_work`]s, by table (tables with nothing done left out).
 fn work_between(before: &[TableWork], after: &[TableWork]) -> Vec<TableWork> {
     after
         .iter()
-        .map(|a| {
-            let b = before.iter().find(|b| b.table == a.table).cloned().unwrap_or_default();
-            TableWork {
-                table: a.table.clone(),
-                new_parts: a.new_parts - b.new_parts,
-                new_rows: a.new_rows - b.new_rows,
-                new_ms: a.new_ms - b.new_ms,
-                merges: a.merges - b.merges,
-                merged_rows: a.merged_rows - b.merged_rows,
-                merge_ms: a.merge_ms - b.merge_ms,
-            }
-        })
+        .map(|a| a.with(&before.iter().find(|b| b.table == a.table).cloned().unwrap_or_default(), |a, b| a - b))
         .filter(|w| w.new_parts + w.merges > 0)
         .collect()
 }
@@ -231,26 +235,13 @@ impl Engine<'_> {
         answer
             .lines()
             .map(|line| {
-                let fields: Vec<&str> = line.split('\t').collect();
-                let n = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-                match (fields.first(), n(1), n(2), n(3), n(4), n(5), n(6)) {
-                    (
-                        Some(table),
-                        Some(new_parts),
-                        Some(new_rows),
-                        Some(new_ms),
-                        Some(merges),
-                        Some(merged_rows),
-                        Some(merge_ms),
-                    ) => Ok(TableWork {
-                        table: table.to_string(),
-                        new_parts,
-                        new_rows,
-                        new_ms,
-                        merges,
-                        merged_rows,
-                        merge_ms,
-                    }),
+                let mut fields = line.split('\t');
+                let table = fields.next().unwrap_or_default().to_string();
+                let numbers: Vec<u64> = fields.map(str::parse).collect::<Result<_, _>>().unwrap_or_default();
+                match numbers[..] {
+                    [new_parts, new_rows, new_ms, merges, merged_rows, merge_ms] => {
+                        Ok(TableWork { table, new_parts, new_rows, new_ms, merges, merged_rows, merge_ms })
+                    }
                     _ => anyhow::bail!("system.part_log: unexpected answer {line:?}"),
                 }
             })
@@ -548,15 +539,9 @@ fn work_table(out: &mut String, n: u64, work: &[TableWork]) {
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|");
     let per_record = |rows: u64| rows as f64 / n as f64;
-    let all = work.iter().fold(TableWork { table: "all tables".into(), ..TableWork::default() }, |a, w| TableWork {
-        table: a.table,
-        new_parts: a.new_parts + w.new_parts,
-        new_rows: a.new_rows + w.new_rows,
-        new_ms: a.new_ms + w.new_ms,
-        merges: a.merges + w.merges,
-        merged_rows: a.merged_rows + w.merged_rows,
-        merge_ms: a.merge_ms + w.merge_ms,
-    });
+    let all = work
+        .iter()
+        .fold(TableWork { table: "all tables".into(), ..TableWork::default() }, |all, w| all.with(w, |a, b| a + b));
     for w in work.iter().chain(std::iter::once(&all)) {
         let _ = writeln!(
             out,
