@@ -533,6 +533,75 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
     }
 }
 
+/// The daily top URLs are kept from query to query (each day's while its parts stay the same): asked again,
+/// ClickHouse reads only which parts the days have; records arriving for a day change its answer at once, as
+/// in the embedded engine; another customer's are its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day() {
+    let server = clickhouse_server();
+    let url = server.url("edge_top_days");
+    let embedded = TestApp::new().await;
+    let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
+    let mut rng = StdRng::seed_from_u64(13);
+    let access: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
+    for app in [&embedded, &clickhouse] {
+        assert_eq!(ingest(app, "acme", "alice", "accesslogs", &access).await.body["accepted"], 300);
+    }
+    let range = "starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&granularity=day&metrics=hits";
+    // Each grouping set: ties ordered by the rollup's rows, or (summed from another's) by when each value was
+    // first seen (`dict`).
+    let paths: Vec<String> = Family::TopKUrl
+        .groupings()
+        .iter()
+        .map(|set| format!("/stats/topk/url/data?{range}&dimensions={}", set.replace("day/", "").replace('/', ",")))
+        .collect();
+    let selects = || -> u64 {
+        let n = clickhouse_sql(&server, "default", "SELECT value FROM system.events WHERE event = 'SelectQuery'");
+        n.trim().parse().unwrap_or(0)
+    };
+    for path in &paths {
+        let before = selects();
+        let reply = clickhouse.send(req(Method::GET, &format!("/acme/v1{path}")).basic("alice", PASSWORD).done()).await;
+        let computed = selects() - before;
+        assert_eq!(reply.status, StatusCode::OK, "{path}: {}", reply.body);
+        let before = selects();
+        assert_eq!(compare(&embedded, &clickhouse, path).await, Ok(StatusCode::OK));
+        let kept = selects() - before;
+        // Counted: the request's queries and the count's own; kept, the request asks only for the parts.
+        assert_eq!(kept, 2, "{path}: a kept answer still ran queries ({computed} when computed)");
+        assert!(computed > kept, "{path}: {computed} queries computing the answer, {kept} keeping it");
+    }
+
+    // A URL of the first day becomes its most requested (a record an hour, late), and another customer's top
+    // holds only its own records.
+    let late: Vec<Value> = (0..24)
+        .map(|h| {
+            let mut r = access_record(&mut rng);
+            r["timestamp"] = json!(format_time(T0 - 2 * DAY + h * HOUR));
+            r["request_url"] = json!("/now-popular");
+            r["hits"] = json!(500);
+            r
+        })
+        .collect();
+    for app in [&embedded, &clickhouse] {
+        assert_eq!(ingest(app, "acme", "alice", "accesslogs", &late).await.body["accepted"], 24);
+        assert_eq!(ingest(app, "globex", "gina", "accesslogs", &access[..50]).await.body["accepted"], 50);
+    }
+    for path in &paths {
+        assert_eq!(compare(&embedded, &clickhouse, path).await, Ok(StatusCode::OK));
+        let reply = clickhouse.send(req(Method::GET, &format!("/acme/v1{path}")).basic("alice", PASSWORD).done()).await;
+        let first = &reply.body["rows"][0];
+        assert!(first.to_string().contains("/now-popular"), "{path}: {}", reply.body);
+        let theirs =
+            clickhouse.send(req(Method::GET, &format!("/globex/v1{path}")).basic("gina", PASSWORD).done()).await;
+        assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.body);
+        assert!(!theirs.body.to_string().contains("/now-popular"), "{path}: {}", theirs.body);
+        let hits: i64 =
+            theirs.body["rows"].as_array().into_iter().flatten().filter_map(|r| r.as_array()?.last()?.as_i64()).sum();
+        assert!(hits > 0, "{path}: {}", theirs.body);
+    }
+}
+
 /// Runs `sql` on `database` of `server` (as an operator would with clickhouse-client); its answer as text.
 fn clickhouse_sql(server: &edge_cluster::ClickHouse, database: &str, sql: &str) -> String {
     let url = format!("http://127.0.0.1:{}/?database={database}", server.http_port);

@@ -46,6 +46,7 @@ use super::{
 };
 use crate::{clock::Clock, store::CustomerId};
 
+mod days;
 mod group;
 mod insert;
 mod order;
@@ -91,6 +92,8 @@ pub struct ClickHouseEngine {
     last_slot: Mutex<u64>,
     /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
     daily_retention_days: Option<u32>,
+    /// Each day's top URLs, kept from query to query while the day's parts stay the same.
+    top_days: Mutex<days::Days<query::OutRow>>,
 }
 
 impl Drop for ClickHouseEngine {
@@ -250,6 +253,7 @@ impl ClickHouseEngine {
             tables,
             last_slot: Mutex::new(0),
             daily_retention_days: None,
+            top_days: Mutex::default(),
         };
         let count = engine.clients.len();
         for (position, (base, client)) in bases.into_iter().zip(engine.clients.clone()).enumerate() {

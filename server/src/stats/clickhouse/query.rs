@@ -3,7 +3,7 @@
 
 use std::{fmt::Write as _, sync::Arc};
 
-use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Query, TOPK_URL_PER_DAY};
+use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK_URL_PER_DAY};
 use serde::{Deserialize, de::DeserializeOwned};
 
 use super::{
@@ -13,13 +13,14 @@ use super::{
         rollups::{self, Conditions, DIMS, METRICS, Target, dim_id, is_int},
     },
     ClickHouseEngine, Failure,
+    days::DailyQuery,
     schema::{col, grouping},
     sql::{Sql, bind},
 };
 use crate::store::CustomerId;
 
-#[derive(Deserialize, clickhouse::Row)]
-struct OutRow {
+#[derive(Clone, Deserialize, clickhouse::Row)]
+pub(super) struct OutRow {
     b: i64,
     dims: Vec<String>,
     metrics: Vec<u64>,
@@ -180,53 +181,59 @@ impl ClickHouseEngine {
             )
             .collect();
 
-        // One row a bucket (or one for the whole range) and combination of the query's dimensions.
-        let mut inner = Sql::default();
-        inner.push(if whole_range { "SELECT toInt64(0) AS b" } else { "SELECT bucket AS b" });
-        for c in &columns_of {
-            inner.push(", ").push(c);
-        }
-        for (i, m) in metric_cols.iter().enumerate() {
-            let _ = write!(inner.text, ", sumMerge({m}) AS x{i}");
-        }
-        let _ = write!(inner.text, ", sumMerge(hits) AS h, minMerge(first) AS f FROM {table} WHERE customer = ");
-        inner
-            .int(customer)
-            .push(" AND grouping = ")
-            .unsigned(grouping(spec))
-            .push(" AND bucket >= ")
-            .int(q.start_ms)
-            .push(" AND bucket < ")
-            .int(q.end_ms);
-        inner.push(" AND ").append(filter);
-        inner.push(" GROUP BY b");
-        for c in &columns_of {
-            inner.push(", ").push(c);
-        }
+        // One row a bucket (or one for the whole range) and combination of the query's dimensions, in `[start,
+        // end)`.
+        let inner_of = |start: i64, end: i64| {
+            let mut inner = Sql::default();
+            inner.push(if whole_range { "SELECT toInt64(0) AS b" } else { "SELECT bucket AS b" });
+            for c in &columns_of {
+                inner.push(", ").push(c);
+            }
+            for (i, m) in metric_cols.iter().enumerate() {
+                let _ = write!(inner.text, ", sumMerge({m}) AS x{i}");
+            }
+            let _ = write!(inner.text, ", sumMerge(hits) AS h, minMerge(first) AS f FROM {table} WHERE customer = ");
+            inner
+                .int(customer)
+                .push(" AND grouping = ")
+                .unsigned(grouping(spec))
+                .push(" AND bucket >= ")
+                .int(start)
+                .push(" AND bucket < ")
+                .int(end);
+            inner.push(" AND ").append(filter.clone());
+            inner.push(" GROUP BY b");
+            for c in &columns_of {
+                inner.push(", ").push(c);
+            }
+            inner
+        };
 
         // Ties: in the embedded engine's row order (the order rows were first seen) when the answer is the
         // rollup's own rows, else by bucket and the order each value was first seen.
         let by_values = aggregate || whole_range;
-        let mut source = Sql::default();
+        let source_of = |inner: Sql| {
+            let mut current = Sql::default();
+            current.push("(").append(inner).push(")");
+            if by_values {
+                for (i, (id, c)) in dim_ids.iter().zip(&columns_of).enumerate() {
+                    let mut next = Sql::default();
+                    next.push("(SELECT * FROM ").append(current);
+                    let _ = write!(
+                        next.text,
+                        " ANY LEFT JOIN (SELECT value AS {c}, minMerge(first) AS o{i} FROM dict WHERE customer = "
+                    );
+                    next.int(customer).push(" AND dim = ").unsigned(*id as u64);
+                    let _ = write!(next.text, " GROUP BY value) USING {c})");
+                    current = next;
+                }
+            }
+            current
+        };
         let mut tie = vec!["b".to_string()];
         if by_values {
-            let mut current = Sql::default();
-            current.push("(").append(inner.clone()).push(")");
-            for (i, (id, c)) in dim_ids.iter().zip(&columns_of).enumerate() {
-                let mut next = Sql::default();
-                next.push("(SELECT * FROM ").append(current);
-                let _ = write!(
-                    next.text,
-                    " ANY LEFT JOIN (SELECT value AS {c}, minMerge(first) AS o{i} FROM dict WHERE customer = "
-                );
-                next.int(customer).push(" AND dim = ").unsigned(*id as u64);
-                let _ = write!(next.text, " GROUP BY value) USING {c})");
-                current = next;
-                tie.push(format!("o{i}"));
-            }
-            source = current;
+            tie.extend((0..dim_ids.len()).map(|i| format!("o{i}")));
         } else {
-            source.push("(").append(inner.clone()).push(")");
             tie.push("f".into());
         }
 
@@ -277,22 +284,40 @@ impl ClickHouseEngine {
             let mut carried: Vec<String> = columns_of.clone();
             carried.extend((0..metric_cols.len()).map(|i| format!("x{i}")));
             carried.extend(tie.iter().filter(|c| *c != "b").cloned());
-            let top_of = |mut sql: Sql, from: Sql| {
+            let top_of = |from: Sql| {
+                let mut sql = sql.clone();
                 sql.append(from).push(" ORDER BY ").push(&order.join(", "));
                 let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
                 sql
             };
-            let rows = match self.fetch_rows(customer, top_of(sql.clone(), top_rows(source.clone(), &carried))) {
-                Err(Failure::Internal(e)) if too_large_array(&e) => self.fetch_rows(customer, top_of(sql, source))?,
-                r => r?,
+            let compute = |start: i64, end: i64| {
+                let source = source_of(inner_of(start, end));
+                match self.fetch_rows(customer, top_of(top_rows(source.clone(), &carried))) {
+                    Err(Failure::Internal(e)) if too_large_array(&e) => self.fetch_rows(customer, top_of(source)),
+                    r => r,
+                }
+            };
+            // A day's top changes only with records of that day: each day's is kept (see `days`).
+            let rows = if granularity == Granularity::Day && !whole_range {
+                let query = DailyQuery {
+                    customer,
+                    table,
+                    reads_dict: by_values,
+                    key: Arc::from(top_of(top_rows(source_of(inner_of(0, 0)), &carried)).key()),
+                    bucket: |r: &OutRow| r.b,
+                    size: |r: &OutRow| 48 + r.dims.iter().map(|d| d.len() + 24).sum::<usize>() + 8 * r.metrics.len(),
+                };
+                self.daily(&self.top_days, query, (q.start_ms, q.end_ms), compute)?
+            } else {
+                compute(q.start_ms, q.end_ms)?
             };
             total = rows.len() as u64;
             rows
         } else {
-            sql.append(source).push(" ORDER BY ").push(&order.join(", "));
+            sql.append(source_of(inner_of(q.start_ms, q.end_ms))).push(" ORDER BY ").push(&order.join(", "));
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
-            count.push("SELECT count() FROM (").append(inner).push(")");
+            count.push("SELECT count() FROM (").append(inner_of(q.start_ms, q.end_ms)).push(")");
             let (rows, count) = self.fetch_counted::<OutRow>(customer, (sql, q.limit), count)?;
             total = count;
             rows

@@ -2,7 +2,7 @@
 //! under which an insert writes whole parts.
 
 /// A value bound to a `?` of a statement.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(super) enum Arg {
     Text(String),
     Int(i64),
@@ -40,6 +40,10 @@ impl Sql {
         self.text.push_str(&other.text);
         self.args.extend(other.args);
         self
+    }
+    /// The statement and its values as one text: the same text for the same statement.
+    pub(super) fn key(&self) -> String {
+        format!("{}\n{:?}", self.text, self.args)
     }
 }
 
