@@ -345,6 +345,27 @@ async fn concurrent_requests_are_written_in_a_few_large_parts() {
     assert!(parts <= 10, "{parts} parts for 40 concurrent requests of one day's records");
     let stored = clickhouse_sql(&server, database, "SELECT sum(hits) FROM access");
     assert_eq!(stored.trim(), hits.to_string(), "every record once");
+
+    // A rollup row's key hashes follow its values alone, whichever request wrote it: merged, the rows of each key
+    // are one, and the keys by hashes are the keys by values.
+    let values = clickhouse_sql(
+        &server,
+        database,
+        "SELECT arrayStringConcat(groupArray(name), ', ') FROM system.columns \
+         WHERE database = currentDatabase() AND table = 'delivery_hour' AND startsWith(name, 'd_')",
+    );
+    clickhouse_sql(&server, database, "OPTIMIZE TABLE delivery_hour FINAL");
+    let keys = clickhouse_sql(
+        &server,
+        database,
+        &format!(
+            "SELECT count(), uniqExact(customer, grouping, bucket, h1, h2), \
+             uniqExact(customer, grouping, bucket, {}) FROM delivery_hour",
+            values.trim()
+        ),
+    );
+    let keys: Vec<&str> = keys.split_whitespace().collect();
+    assert!(keys.len() == 3 && keys[0] == keys[1] && keys[1] == keys[2], "rows, hash keys, value keys: {keys:?}");
     drop(app);
     drop(server);
 }
@@ -791,8 +812,10 @@ async fn delivery_sums(app: &TestApp) -> Vec<(String, u64, u64)> {
 }
 
 /// A database of schema version 1 is upgraded at start (the raw tables get their batch column, the views move
-/// to the Null tables, the old ones are dropped) to the current version: its rows (every grouping set written)
-/// still count beside the new ones (only the sets no other contains), and keyed batches are stored once.
+/// to the Null tables, the old ones are dropped, the rollup tables are moved to version 4's key) to the current
+/// version, also by two servers starting together after one stopped half-way: its rows (every grouping set
+/// written) still count once beside the new ones (only the sets no other contains), and keyed batches are
+/// stored once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_of_schema_version_1_is_upgraded_and_its_rows_still_count() {
     let server = clickhouse_server();
@@ -810,11 +833,38 @@ async fn a_database_of_schema_version_1_is_upgraded_and_its_rows_still_count() {
     let rows: Vec<String> = old.iter().enumerate().map(|(i, r)| v1_row(acme, i, r)).collect();
     clickhouse_sql(&server, database, &format!("INSERT INTO access FORMAT JSONEachRow\n{}", rows.join("\n")));
     assert_eq!(ingest(&embedded, "acme", "alice", "accesslogs", &old).await.status, StatusCode::OK);
+    // What a server stopped half-way through moving the rollup tables to version 4's key leaves: a table renamed
+    // (its rows not yet copied), and a copy not renamed.
+    clickhouse_sql(&server, database, "RENAME TABLE delivery_hour TO delivery_hour_by_text");
+    clickhouse_sql(&server, database, "CREATE TABLE delivery_day_rekeying_0 AS delivery_day");
+    clickhouse_sql(&server, database, "INSERT INTO delivery_day_rekeying_0 SELECT * FROM delivery_day");
 
-    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    // Two servers start together on it, each moving the tables.
+    let (clickhouse, _other) = tokio::join!(
+        TestApp::with(|s| s.stats_url = Some(server.url(database))),
+        TestApp::with(|s| s.stats_url = Some(server.url(database)))
+    );
     assert_eq!(clickhouse.state.store.customer_by_name("acme").await.unwrap().unwrap().id, acme);
     let version = clickhouse_sql(&server, database, "SELECT max(version) FROM edge_schema");
     assert_eq!(version.trim(), edge_server::stats::clickhouse::SCHEMA_VERSION.to_string());
+    let left = clickhouse_sql(
+        &server,
+        database,
+        "SELECT count() FROM system.tables WHERE database = currentDatabase() \
+         AND (name LIKE '%_by_text' OR name LIKE '%_rekeying_%')",
+    );
+    assert_eq!(left.trim(), "0", "the old tables and unfinished copies are dropped");
+    let rollups = "SELECT name FROM system.tables WHERE database = currentDatabase() \
+                   AND engine = 'AggregatingMergeTree' AND name != 'dict'";
+    let hashed = clickhouse_sql(
+        &server,
+        database,
+        &format!(
+            "SELECT (SELECT count() FROM ({rollups})), (SELECT count() FROM system.columns \
+             WHERE database = currentDatabase() AND name = 'h1' AND table IN ({rollups}))"
+        ),
+    );
+    assert_eq!(hashed.trim(), "19\t19", "every rollup table is keyed by the hashes");
     let old_views = clickhouse_sql(
         &server,
         database,

@@ -33,15 +33,23 @@ const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
 const SEQ_EPOCH_MS: u64 = 1_577_836_800_000;
 
-/// The rank of each of `n` values (by id) in the order of their bytes.
-fn rank<'v>(n: usize, value: impl Fn(u32) -> &'v str) -> Vec<u32> {
-    let mut by_value: Vec<u32> = (0..n as u32).collect();
-    by_value.sort_unstable_by(|a, b| value(*a).cmp(value(*b)));
-    let mut rank = vec![0; n];
-    for (r, id) in by_value.into_iter().enumerate() {
-        rank[id as usize] = r as u32;
-    }
-    rank
+/// A value's 128-bit hash (SipHash-1-3, fixed keys), as two halves.
+fn value_hash(v: &str) -> (u64, u64) {
+    use siphasher::sip128::Hasher128 as _;
+    use std::hash::Hasher as _;
+    let mut h = siphasher::sip128::SipHasher13::new_with_keys(0x6564_6765_2d63_6f6e, 0x736f_6c65_2d6b_6579);
+    h.write(v.as_bytes());
+    let h = h.finish128();
+    (h.h1, h.h2)
+}
+
+/// A bijective 64-bit mixer (murmur3's finalizer).
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// The smallest record index of each value of a column.
@@ -57,10 +65,13 @@ fn firsts(c: &Column) -> Vec<u32> {
 }
 
 impl ClickHouseEngine {
-    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the
-    /// dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions), the sums
-    /// and the first record's sequence number, as aggregate states; in the table's order (grouping set, bucket,
-    /// values: see [`order`]). A batch with an id (sent with a key) adds a marker row to each table for each day
+    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the key's two
+    /// hashes, the dimensions' values (`value(batch column, batch id)`; empty for the table's other
+    /// dimensions), the sums and the first record's sequence number, as aggregate states; in the table's order
+    /// (grouping set, bucket, hashes: see [`order`]). The hashes are 128 bits of the values of the table's
+    /// dimension columns in turn (each value's SipHash-1-3, chained by a bijective mixer): two keys of a
+    /// grouping set and bucket share them with a probability of about 2^-128 a pair — only then would
+    /// ClickHouse sum two keys' rows into one. A batch with an id (sent with a key) adds a marker row to each table for each day
     /// it has rows of there (see [`MARKER`]).
     #[allow(clippy::too_many_arguments)]
     fn rollup_rows<'v>(
@@ -75,8 +86,9 @@ impl ClickHouseEngine {
         // Each table's rows of each grouping set it holds.
         let mut sets: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); self.rollup_tables.len()];
         let mut days: Vec<Vec<u16>> = vec![Vec::new(); self.rollup_tables.len()];
-        // Each batch column's values ranked by their bytes (ClickHouse's order of strings), by batch id.
-        let mut ranks: Vec<Vec<u32>> = vec![Vec::new(); input.card.len()];
+        // Each batch column's values' hashes, by batch id (computed once a column, when first summed).
+        let mut hashes: Vec<Vec<(u64, u64)>> = vec![Vec::new(); input.card.len()];
+        let empty = value_hash("");
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
         plan.sum_each(&mut work, input, |summed| {
             let t = self.table_of[summed.spec];
@@ -86,24 +98,30 @@ impl ClickHouseEngine {
             // Each column of the table: the rollup's dimension it holds, if any.
             let place: Vec<Option<usize>> = table.dims.iter().map(|d| spec.dims.iter().position(|x| x == d)).collect();
             for (column, _) in &summed.cols {
-                if ranks[*column].is_empty() {
-                    ranks[*column] = rank(input.card[*column], |id| value(*column, id));
+                if hashes[*column].is_empty() {
+                    hashes[*column] =
+                        (0..input.card[*column] as u32).map(|id| value_hash(value(*column, id))).collect();
                 }
             }
-            // The rows by bucket, then by the values of the table's columns in turn (those this rollup holds).
-            let held: Vec<(&[u32], &[u32])> =
-                place.iter().flatten().map(|k| (summed.cols[*k].1, ranks[summed.cols[*k].0].as_slice())).collect();
-            let mut rows: Vec<u32> = (0..summed.buckets.len() as u32).collect();
-            rows.sort_unstable_by(|a, b| {
-                let (a, b) = (*a as usize, *b as usize);
-                summed.buckets[a].cmp(&summed.buckets[b]).then_with(|| {
-                    let of = |ids: &[u32], rank: &[u32], r: usize| rank.get(ids[r] as usize).copied();
-                    held.iter()
-                        .map(|(ids, rank)| of(ids, rank, a).cmp(&of(ids, rank, b)))
-                        .find(|o| o.is_ne())
-                        .unwrap_or(std::cmp::Ordering::Equal)
+            let keys: Vec<(i64, u64, u64)> = (0..summed.buckets.len())
+                .map(|r| {
+                    let (mut h1, mut h2) = (0x243f_6a88_85a3_08d3u64, 0x1319_8a2e_0370_7344u64);
+                    for p in &place {
+                        let (a, b) = match p {
+                            Some(k) => {
+                                let (column, ids) = summed.cols[*k];
+                                hashes[column][ids[r] as usize]
+                            }
+                            None => empty,
+                        };
+                        h1 = mix(h1 ^ a);
+                        h2 = mix(h2 ^ b);
+                    }
+                    (summed.buckets[r], h1, h2)
                 })
-            });
+                .collect();
+            let mut rows: Vec<u32> = (0..summed.buckets.len() as u32).collect();
+            rows.sort_unstable_by_key(|r| keys[*r as usize]);
             let (days, mut buf) = (&mut days[t], Vec::new());
             for r in rows {
                 let (r, bucket) = (r as usize, summed.buckets[r as usize]);
@@ -115,6 +133,8 @@ impl ClickHouseEngine {
                 buf.extend_from_slice(&day.to_le_bytes());
                 buf.extend_from_slice(&mask.to_le_bytes());
                 buf.extend_from_slice(&bucket.to_le_bytes());
+                buf.extend_from_slice(&keys[r].1.to_le_bytes());
+                buf.extend_from_slice(&keys[r].2.to_le_bytes());
                 for p in &place {
                     match p {
                         Some(k) => {
@@ -154,6 +174,7 @@ impl ClickHouseEngine {
                 buf.extend_from_slice(&day.to_le_bytes());
                 buf.extend_from_slice(&MARKER.to_le_bytes());
                 buf.extend_from_slice(&(batch as i64).to_le_bytes());
+                buf.extend_from_slice(&[0; 16]);
                 buf.extend(std::iter::repeat_n(0, table.dims.len()));
                 for _ in table.metrics {
                     buf.extend_from_slice(&0u64.to_le_bytes());

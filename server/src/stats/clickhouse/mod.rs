@@ -326,6 +326,15 @@ impl ClickHouseEngine {
     }
 
     fn block_failure<T: Send>(&self, fut: impl Future<Output = Result<T, Failure>> + Send) -> Result<T, Failure> {
+        self.block_within(QUERY_TIMEOUT, fut)
+    }
+
+    /// Runs `fut` as [`Self::block_failure`] does, within `timeout`.
+    fn block_within<T: Send>(
+        &self,
+        timeout: Duration,
+        fut: impl Future<Output = Result<T, Failure>> + Send,
+    ) -> Result<T, Failure> {
         let handle = match &self.runtime {
             Some(rt) => rt.handle().clone(),
             None => return Err(Failure::Internal(anyhow::anyhow!("the statistics engine is closed"))),
@@ -333,7 +342,7 @@ impl ClickHouseEngine {
         std::thread::scope(|s| {
             s.spawn(move || {
                 handle.block_on(async move {
-                    match tokio::time::timeout(QUERY_TIMEOUT, fut).await {
+                    match tokio::time::timeout(timeout, fut).await {
                         Ok(r) => r,
                         Err(_) => Err(Failure::Unavailable(
                             "The statistics database did not answer in time; try again shortly.".into(),

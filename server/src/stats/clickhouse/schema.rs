@@ -23,7 +23,10 @@ use super::{
 /// rows of the others, so it refuses a database of version 3. The views of version 2 stay, so that a replica
 /// of version 2 still running during an upgrade writes everything; nothing of version 3 inserts into their
 /// Null tables.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: the rollup tables are ordered by two hashes of their dimensions' values (`h1`, `h2`, written by the
+/// server, computed by ClickHouse for rows of the views) instead of the values themselves; a database of an
+/// older version is moved at start ([`rekey`]).
+pub const SCHEMA_VERSION: u32 = 4;
 
 fn kind_name(kind: Kind) -> &'static str {
     match kind {
@@ -76,7 +79,7 @@ pub(super) struct Table {
 impl Table {
     /// The columns an insert of the server's rows names, in the order of [`super::insert`]'s RowBinary.
     pub(super) fn columns(&self) -> String {
-        let mut out = String::from("customer, day, grouping, bucket");
+        let mut out = String::from("customer, day, grouping, bucket, h1, h2");
         for d in &self.dims {
             let _ = write!(out, ", {}", col(DIMS[*d]));
         }
@@ -87,10 +90,10 @@ impl Table {
         out
     }
 
-    /// How [`super::insert`] lays out its rows: customer, day, grouping and bucket, the dimensions' values, then
-    /// a sum a metric and the first record (a flag byte and a sequence number).
+    /// How [`super::insert`] lays out its rows: customer, day, grouping, bucket and the two key hashes, the
+    /// dimensions' values, then a sum a metric and the first record (a flag byte and a sequence number).
     pub(super) fn layout(&self) -> Layout {
-        Layout { head: 8 + 2 + 8 + 8, texts: self.dims.len(), tail: 8 * self.metrics.len() + 1 + 8 }
+        Layout { head: 8 + 2 + 8 + 8 + 16, texts: self.dims.len(), tail: 8 * self.metrics.len() + 1 + 8 }
     }
 }
 
@@ -220,8 +223,32 @@ impl Feed {
     }
 }
 
-/// Every rollup table's feeds, and the statements that create the rollup tables.
-pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed>) {
+/// A rollup table's definition: `CREATE TABLE {table} {body}`.
+pub(super) struct Create {
+    pub(super) table: String,
+    body: String,
+}
+
+impl Create {
+    fn statement(&self, name: &str) -> String {
+        format!("CREATE TABLE IF NOT EXISTS {name} {}", self.body)
+    }
+}
+
+/// The expressions ClickHouse computes a rollup row's key hashes (`h1`, `h2`) with from its dimension columns,
+/// for rows the server does not write itself (the views of version 2, rows copied from a table of version 3).
+/// They need not be the server's hashes: rows of the same key with other hashes are only not merged together
+/// by ClickHouse, and every query sums the rows of a key anyway.
+fn key_hashes(dims: &[&str]) -> (String, String) {
+    if dims.is_empty() {
+        return ("toUInt64(0)".into(), "toUInt64(0)".into());
+    }
+    let columns = dims.iter().map(|d| col(d)).collect::<Vec<_>>().join(", ");
+    (format!("sipHash64({columns})"), format!("cityHash64({columns})"))
+}
+
+/// Every rollup table's feeds, and the definitions of the rollup tables.
+pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<Create>, Vec<Feed>) {
     let (mut creates, mut feeds) = (Vec::new(), Vec::new());
     let mut done: Vec<&str> = Vec::new();
     for (spec, table) in specs.iter().zip(tables) {
@@ -236,21 +263,20 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed
         let dims: Vec<&str> = dim_ids.iter().map(|d| DIMS[*d]).collect();
         let masks: Vec<String> = same.iter().map(|s| grouping(s).to_string()).collect();
         let metrics = metric_columns(spec);
-        let mut create =
-            format!("CREATE TABLE IF NOT EXISTS {table} (customer Int64, day Date, grouping UInt64, bucket Int64");
+        let (h1, h2) = key_hashes(&dims);
+        let mut body = String::from("(customer Int64, day Date, grouping UInt64, bucket Int64");
         for d in &dims {
-            let _ = write!(create, ", {} String", col(d));
+            let _ = write!(body, ", {} String", col(d));
         }
+        let _ = write!(body, ", h1 UInt64 DEFAULT {h1}, h2 UInt64 DEFAULT {h2}");
         for m in metrics {
-            let _ = write!(create, ", {m} AggregateFunction(sum, UInt64)");
+            let _ = write!(body, ", {m} AggregateFunction(sum, UInt64)");
         }
-        let _ = write!(
-            create,
+        body.push_str(
             ", first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree PARTITION BY day \
-             ORDER BY (customer, grouping, bucket{})",
-            dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
+             ORDER BY (customer, grouping, bucket, h1, h2)",
         );
-        creates.push(create);
+        creates.push(Create { table: table.clone(), body });
         let step = spec.granularity.millis();
         let bucket = format!("intDiv(ts, {step}) * {step}");
         let group = format!(
@@ -276,7 +302,7 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<String>, Vec<Feed
                 };
                 let _ = write!(head, ", if(bitAnd(grouping, {}) != 0, {value}, '') AS {}", 1u64 << id, col(d));
             }
-            let _ = write!(head, ", {sums}, minState(seq) AS first FROM");
+            let _ = write!(head, ", {h1} AS h1, {h2} AS h2, {sums}, minState(seq) AS first FROM");
             Feed {
                 table: table.clone(),
                 source,
@@ -348,7 +374,7 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
             .into(),
     );
     let (creates, feeds) = feeds(specs, tables);
-    out.extend(creates);
+    out.extend(creates.iter().map(|c| c.statement(&c.table)));
     for source in [Source::Access, Source::Security] {
         let columns = source.columns().join(", ");
         out.push(format!(
@@ -378,45 +404,27 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
 }
 
 impl ClickHouseEngine {
-    /// Creates or migrates the schema of one shard.
+    /// Creates or migrates the schema of one shard. The version is recorded first, so that a server of an
+    /// older version starting meanwhile refuses the database; then the rollup tables of version 3 or before
+    /// are moved to version 4's key ([`rekey`], with no time limit: it copies their rows), then every other
+    /// statement (each idempotent) runs.
     pub(super) fn migrate(&self, client: &clickhouse::Client) -> anyhow::Result<()> {
         let statements = schema(&self.specs, &self.tables);
-        let client = client.clone();
+        let (creates, _) = feeds(&self.specs, &self.tables);
         let now = self.clock.now_ms();
+        let first = client.clone();
+        let create_versions = statements[0].clone();
         self.block_failure(async move {
-            client.query(&statements[0]).execute().await?;
-            let version: u32 =
-                client.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
+            first.query(&create_versions).execute().await?;
+            let version: u32 = first.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
             if version > SCHEMA_VERSION {
                 return Err(Failure::Internal(anyhow::anyhow!(
                     "the statistics database has schema version {version}, newer than this server's \
                      {SCHEMA_VERSION}; upgrade the server"
                 )));
             }
-            let mut columns_added = false;
-            for s in &statements[1..] {
-                // Raw tables of schema version 1 get their batch column before the views that write it.
-                if !columns_added && s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_") {
-                    for source in [Source::Access, Source::Security] {
-                        let has: u64 = client
-                            .query(
-                                "SELECT count() FROM system.columns WHERE database = currentDatabase() \
-                                 AND table = ? AND name = 'batch'",
-                            )
-                            .bind(source.raw())
-                            .fetch_one::<u64>()
-                            .await?;
-                        if has == 0 {
-                            let alter = format!("ALTER TABLE {} ADD COLUMN batch UInt64", source.raw());
-                            client.query(&alter).execute().await?;
-                        }
-                    }
-                    columns_added = true;
-                }
-                client.query(s).execute().await?;
-            }
             if version < SCHEMA_VERSION {
-                client
+                first
                     .query("INSERT INTO edge_schema (version, applied_ms) VALUES (?, ?)")
                     .bind(SCHEMA_VERSION)
                     .bind(now)
@@ -426,8 +434,134 @@ impl ClickHouseEngine {
             Ok(())
         })
         .map_err(anyhow::Error::from)
+        .context("checking the statistics schema's version")?;
+        for create in &creates {
+            let client = client.clone();
+            self.block_within(MIGRATION_TIMEOUT, async move { rekey(&client, create).await })
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("moving the statistics table {} to schema version 4", create.table))?;
+        }
+        let client = client.clone();
+        self.block_failure(async move {
+            let mut columns_added = false;
+            for s in &statements[1..] {
+                // Raw tables of schema version 1 get their batch column before the views that write it.
+                if !columns_added && s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_") {
+                    for source in [Source::Access, Source::Security] {
+                        let has_batch = |columns: Vec<String>| columns.iter().any(|c| c == "batch");
+                        if !has_batch(columns_of(&client, source.raw()).await?) {
+                            let alter = format!("ALTER TABLE {} ADD COLUMN batch UInt64", source.raw());
+                            // Fails if another server starting meanwhile added it first.
+                            if let Err(e) = client.query(&alter).execute().await
+                                && !has_batch(columns_of(&client, source.raw()).await?)
+                            {
+                                return Err(e.into());
+                            }
+                        }
+                    }
+                    columns_added = true;
+                }
+                client.query(s).execute().await?;
+            }
+            Ok(())
+        })
+        .map_err(anyhow::Error::from)
         .context("creating the statistics schema")
     }
+}
+
+/// How long moving a table to version 4's key may take (it copies every row of the table).
+const MIGRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// The columns of a table of the database (none: there is no such table).
+async fn columns_of(client: &clickhouse::Client, table: &str) -> Result<Vec<String>, clickhouse::error::Error> {
+    client
+        .query("SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ?")
+        .bind(table)
+        .fetch_all::<String>()
+        .await
+}
+
+/// Moves a rollup table of schema version 3 or before, ordered by its dimensions' text, to version 4's table
+/// ordered by two hashes of them (`h1`, `h2`): ClickHouse compares two numbers instead of up to thirteen texts
+/// when it merges parts. The sorting key of a table cannot change, so the table is renamed (`…_by_text`), its
+/// rows copied into a new table under a name of this server's own (the hashes computed by ClickHouse,
+/// [`key_hashes`]), which is then renamed to the table's name, and the old table dropped. While it moves, the
+/// table does not exist: an insert of a server of version 3 still running fails (its client retries; nothing
+/// is lost), and a server of version 4 starting meanwhile copies the old table too — whichever copy is renamed
+/// first is the table, the other is dropped. A server stopped half-way leaves the old table, and the next
+/// start copies it again. Views of version 2 writing the table without the hashes are dropped, to be made
+/// again with them.
+async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failure> {
+    let table = &create.table;
+    let old = format!("{table}_by_text");
+    for _ in 0..8 {
+        let columns = columns_of(client, table).await?;
+        if columns.iter().any(|c| c == "h1") {
+            break;
+        }
+        if !columns.is_empty() {
+            // Fails if another server renamed it first: the next round sees what it did.
+            let _ = client.query(&format!("RENAME TABLE {table} TO {old}")).execute().await;
+            continue;
+        }
+        let old_columns = columns_of(client, &old).await?;
+        if old_columns.is_empty() {
+            // A new database (or another server finished meanwhile: then this does nothing).
+            client.query(&create.statement(table)).execute().await?;
+            continue;
+        }
+        let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+            ^ u128::from(std::process::id());
+        let scratch = format!("{table}_rekeying_{:x}", nonce as u64);
+        client.query(&create.statement(&scratch)).execute().await?;
+        let new_columns = columns_of(client, &scratch).await?;
+        let copied: Vec<&String> = old_columns.iter().filter(|c| new_columns.contains(c)).collect();
+        let copied = copied.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+        tracing::info!(table = %table, "statistics: moving the table to schema version 4 (copying its rows)");
+        let copy = client
+            .query(&format!("INSERT INTO {scratch} ({copied}) SELECT {copied} FROM {old}"))
+            .with_setting("max_execution_time", "0")
+            .execute()
+            .await;
+        let renamed = match copy {
+            Ok(()) => client.query(&format!("RENAME TABLE {scratch} TO {table}")).execute().await.is_ok(),
+            Err(_) => false,
+        };
+        if !renamed {
+            client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;
+            if let Err(e) = copy {
+                // The old table dropped by a server that finished first, or ClickHouse gone.
+                if !columns_of(client, table).await?.iter().any(|c| c == "h1") {
+                    return Err(e.into());
+                }
+            }
+        }
+        // The copy renamed (this server's or another's) holds every row: the old table has not been written since
+        // it was renamed.
+        if columns_of(client, table).await?.iter().any(|c| c == "h1") {
+            client.query(&format!("DROP TABLE IF EXISTS {old}")).execute().await?;
+        }
+    }
+    if !columns_of(client, table).await?.iter().any(|c| c == "h1") {
+        return Err(Failure::Internal(anyhow::anyhow!("the table {table} could not be moved to schema version 4")));
+    }
+    // Copies of servers stopped half-way (a copy still running fails, or is not renamed).
+    let leftovers = client
+        .query("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, ?)")
+        .bind(format!("{table}_rekeying_"))
+        .fetch_all::<String>()
+        .await?;
+    for leftover in leftovers {
+        client.query(&format!("DROP TABLE IF EXISTS {leftover}")).execute().await?;
+    }
+    for view in [format!("mvi_{table}"), format!("mvis_{table}")] {
+        let columns = columns_of(client, &view).await?;
+        if !columns.is_empty() && !columns.iter().any(|c| c == "h1") {
+            client.query(&format!("DROP TABLE IF EXISTS {view}")).execute().await?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
