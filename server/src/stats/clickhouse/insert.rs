@@ -33,14 +33,12 @@ const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
 const SEQ_EPOCH_MS: u64 = 1_577_836_800_000;
 
-/// A value's 128-bit hash (SipHash-1-3, fixed keys), as two halves.
-fn value_hash(v: &str) -> (u64, u64) {
-    use siphasher::sip128::Hasher128 as _;
+/// A value's hash (SipHash-1-3, fixed keys).
+fn value_hash(v: &str) -> u64 {
     use std::hash::Hasher as _;
-    let mut h = siphasher::sip128::SipHasher13::new_with_keys(0x6564_6765_2d63_6f6e, 0x736f_6c65_2d6b_6579);
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6564_6765_2d63_6f6e, 0x736f_6c65_2d6b_6579);
     h.write(v.as_bytes());
-    let h = h.finish128();
-    (h.h1, h.h2)
+    h.finish()
 }
 
 /// A bijective 64-bit mixer (murmur3's finalizer).
@@ -65,13 +63,11 @@ fn firsts(c: &Column) -> Vec<u32> {
 }
 
 impl ClickHouseEngine {
-    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the key's two
-    /// hashes, the dimensions' values (`value(batch column, batch id)`; empty for the table's other
-    /// dimensions), the sums and the first record's sequence number, as aggregate states; in the table's order
-    /// (grouping set, bucket, hashes: see [`order`]). The hashes are 128 bits of the values of the table's
-    /// dimension columns in turn (each value's SipHash-1-3, chained by a bijective mixer): two keys of a
-    /// grouping set and bucket share them with a probability of about 2^-128 a pair — only then would
-    /// ClickHouse sum two keys' rows into one. A batch with an id (sent with a key) adds a marker row to each table for each day
+    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the key's
+    /// hash, the dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions),
+    /// the sums and the first record's sequence number, as aggregate states; in the table's order (grouping
+    /// set, bucket, hash, values: see [`order`]). The hash is 32 bits of the values of the table's dimension
+    /// columns in turn (each value's SipHash-1-3, chained by a bijective mixer), computed once a value. A batch with an id (sent with a key) adds a marker row to each table for each day
     /// it has rows of there (see [`MARKER`]).
     #[allow(clippy::too_many_arguments)]
     fn rollup_rows<'v>(
@@ -87,7 +83,7 @@ impl ClickHouseEngine {
         let mut sets: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); self.rollup_tables.len()];
         let mut days: Vec<Vec<u16>> = vec![Vec::new(); self.rollup_tables.len()];
         // Each batch column's values' hashes, by batch id (computed once a column, when first summed).
-        let mut hashes: Vec<Vec<(u64, u64)>> = vec![Vec::new(); input.card.len()];
+        let mut hashes: Vec<Vec<u64>> = vec![Vec::new(); input.card.len()];
         let empty = value_hash("");
         let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
         plan.sum_each(&mut work, input, |summed| {
@@ -103,25 +99,34 @@ impl ClickHouseEngine {
                         (0..input.card[*column] as u32).map(|id| value_hash(value(*column, id))).collect();
                 }
             }
-            let keys: Vec<(i64, u64, u64)> = (0..summed.buckets.len())
+            let keys: Vec<(i64, u32)> = (0..summed.buckets.len())
                 .map(|r| {
-                    let (mut h1, mut h2) = (0x243f_6a88_85a3_08d3u64, 0x1319_8a2e_0370_7344u64);
+                    let mut h = 0x243f_6a88_85a3_08d3u64;
                     for p in &place {
-                        let (a, b) = match p {
+                        let v = match p {
                             Some(k) => {
                                 let (column, ids) = summed.cols[*k];
                                 hashes[column][ids[r] as usize]
                             }
                             None => empty,
                         };
-                        h1 = mix(h1 ^ a);
-                        h2 = mix(h2 ^ b);
+                        h = mix(h ^ v);
                     }
-                    (summed.buckets[r], h1, h2)
+                    (summed.buckets[r], (h >> 32) as u32)
                 })
                 .collect();
+            // The values of the table's columns this rollup holds, in turn: where two keys share a hash.
+            let held: Vec<(usize, &[u32])> = place.iter().flatten().map(|k| summed.cols[*k]).collect();
             let mut rows: Vec<u32> = (0..summed.buckets.len() as u32).collect();
-            rows.sort_unstable_by_key(|r| keys[*r as usize]);
+            rows.sort_unstable_by(|a, b| {
+                let (a, b) = (*a as usize, *b as usize);
+                keys[a].cmp(&keys[b]).then_with(|| {
+                    held.iter()
+                        .map(|(column, ids)| value(*column, ids[a]).cmp(value(*column, ids[b])))
+                        .find(|o| o.is_ne())
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+            });
             let (days, mut buf) = (&mut days[t], Vec::new());
             for r in rows {
                 let (r, bucket) = (r as usize, summed.buckets[r as usize]);
@@ -134,7 +139,6 @@ impl ClickHouseEngine {
                 buf.extend_from_slice(&mask.to_le_bytes());
                 buf.extend_from_slice(&bucket.to_le_bytes());
                 buf.extend_from_slice(&keys[r].1.to_le_bytes());
-                buf.extend_from_slice(&keys[r].2.to_le_bytes());
                 for p in &place {
                     match p {
                         Some(k) => {
@@ -174,7 +178,7 @@ impl ClickHouseEngine {
                 buf.extend_from_slice(&day.to_le_bytes());
                 buf.extend_from_slice(&MARKER.to_le_bytes());
                 buf.extend_from_slice(&(batch as i64).to_le_bytes());
-                buf.extend_from_slice(&[0; 16]);
+                buf.extend_from_slice(&[0; 4]);
                 buf.extend(std::iter::repeat_n(0, table.dims.len()));
                 for _ in table.metrics {
                     buf.extend_from_slice(&0u64.to_le_bytes());

@@ -23,9 +23,9 @@ use super::{
 /// rows of the others, so it refuses a database of version 3. The views of version 2 stay, so that a replica
 /// of version 2 still running during an upgrade writes everything; nothing of version 3 inserts into their
 /// Null tables.
-/// 4: the rollup tables are ordered by two hashes of their dimensions' values (`h1`, `h2`, written by the
-/// server, computed by ClickHouse for rows of the views) instead of the values themselves; a database of an
-/// older version is moved at start ([`rekey`]).
+/// 4: the rollup tables are ordered by a hash of their dimensions' values (`key_hash`, written by the server,
+/// computed by ClickHouse for rows of the views) before the values; a database of an older version is moved
+/// at start ([`rekey`]).
 pub const SCHEMA_VERSION: u32 = 4;
 
 fn kind_name(kind: Kind) -> &'static str {
@@ -79,7 +79,7 @@ pub(super) struct Table {
 impl Table {
     /// The columns an insert of the server's rows names, in the order of [`super::insert`]'s RowBinary.
     pub(super) fn columns(&self) -> String {
-        let mut out = String::from("customer, day, grouping, bucket, h1, h2");
+        let mut out = String::from("customer, day, grouping, bucket, key_hash");
         for d in &self.dims {
             let _ = write!(out, ", {}", col(DIMS[*d]));
         }
@@ -90,10 +90,10 @@ impl Table {
         out
     }
 
-    /// How [`super::insert`] lays out its rows: customer, day, grouping, bucket and the two key hashes, the
+    /// How [`super::insert`] lays out its rows: customer, day, grouping, bucket and the key's hash, the
     /// dimensions' values, then a sum a metric and the first record (a flag byte and a sequence number).
     pub(super) fn layout(&self) -> Layout {
-        Layout { head: 8 + 2 + 8 + 8 + 16, texts: self.dims.len(), tail: 8 * self.metrics.len() + 1 + 8 }
+        Layout { head: 8 + 2 + 8 + 8 + 4, texts: self.dims.len(), tail: 8 * self.metrics.len() + 1 + 8 }
     }
 }
 
@@ -235,16 +235,17 @@ impl Create {
     }
 }
 
-/// The expressions ClickHouse computes a rollup row's key hashes (`h1`, `h2`) with from its dimension columns,
-/// for rows the server does not write itself (the views of version 2, rows copied from a table of version 3).
-/// They need not be the server's hashes: rows of the same key with other hashes are only not merged together
-/// by ClickHouse, and every query sums the rows of a key anyway.
-fn key_hashes(dims: &[&str]) -> (String, String) {
+/// The expression ClickHouse computes a rollup row's key hash (`key_hash`) with from its dimension columns, for
+/// rows the server does not write itself (the views of version 2, rows copied from a table of version 3). It
+/// need not be the server's hash: the hash only orders a table's rows (before the values themselves, which
+/// tell keys apart), so rows of the same key with other hashes are only not merged together by ClickHouse,
+/// and every query sums the rows of a key anyway.
+fn key_hash(dims: &[&str]) -> String {
     if dims.is_empty() {
-        return ("toUInt64(0)".into(), "toUInt64(0)".into());
+        return "toUInt32(0)".into();
     }
     let columns = dims.iter().map(|d| col(d)).collect::<Vec<_>>().join(", ");
-    (format!("sipHash64({columns})"), format!("cityHash64({columns})"))
+    format!("toUInt32(sipHash64({columns}) % 4294967296)")
 }
 
 /// Every rollup table's feeds, and the definitions of the rollup tables.
@@ -263,18 +264,20 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<Create>, Vec<Feed
         let dims: Vec<&str> = dim_ids.iter().map(|d| DIMS[*d]).collect();
         let masks: Vec<String> = same.iter().map(|s| grouping(s).to_string()).collect();
         let metrics = metric_columns(spec);
-        let (h1, h2) = key_hashes(&dims);
+        let hash = key_hash(&dims);
         let mut body = String::from("(customer Int64, day Date, grouping UInt64, bucket Int64");
         for d in &dims {
             let _ = write!(body, ", {} String", col(d));
         }
-        let _ = write!(body, ", h1 UInt64 DEFAULT {h1}, h2 UInt64 DEFAULT {h2}");
+        let _ = write!(body, ", key_hash UInt32 DEFAULT {hash}");
         for m in metrics {
             let _ = write!(body, ", {m} AggregateFunction(sum, UInt64)");
         }
-        body.push_str(
+        let _ = write!(
+            body,
             ", first AggregateFunction(min, UInt64)) ENGINE = AggregatingMergeTree PARTITION BY day \
-             ORDER BY (customer, grouping, bucket, h1, h2)",
+             ORDER BY (customer, grouping, bucket, key_hash{})",
+            dims.iter().map(|d| format!(", {}", col(d))).collect::<String>()
         );
         creates.push(Create { table: table.clone(), body });
         let step = spec.granularity.millis();
@@ -302,7 +305,7 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<Create>, Vec<Feed
                 };
                 let _ = write!(head, ", if(bitAnd(grouping, {}) != 0, {value}, '') AS {}", 1u64 << id, col(d));
             }
-            let _ = write!(head, ", {h1} AS h1, {h2} AS h2, {sums}, minState(seq) AS first FROM");
+            let _ = write!(head, ", {hash} AS key_hash, {sums}, minState(seq) AS first FROM");
             Feed {
                 table: table.clone(),
                 source,
@@ -482,22 +485,25 @@ async fn columns_of(client: &clickhouse::Client, table: &str) -> Result<Vec<Stri
         .await
 }
 
+/// The column of a rollup row's key hash (schema version 4).
+const KEY_HASH: &str = "key_hash";
+
 /// Moves a rollup table of schema version 3 or before, ordered by its dimensions' text, to version 4's table
-/// ordered by two hashes of them (`h1`, `h2`): ClickHouse compares two numbers instead of up to thirteen texts
-/// when it merges parts. The sorting key of a table cannot change, so the table is renamed (`…_by_text`), its
-/// rows copied into a new table under a name of this server's own (the hashes computed by ClickHouse,
-/// [`key_hashes`]), which is then renamed to the table's name, and the old table dropped. While it moves, the
-/// table does not exist: an insert of a server of version 3 still running fails (its client retries; nothing
-/// is lost), and a server of version 4 starting meanwhile copies the old table too — whichever copy is renamed
-/// first is the table, the other is dropped. A server stopped half-way leaves the old table, and the next
-/// start copies it again. Views of version 2 writing the table without the hashes are dropped, to be made
-/// again with them.
+/// ordered by a hash of them first (`key_hash`): ClickHouse compares a number, and texts only where two keys'
+/// hashes tie, when it merges parts. The sorting key of a table cannot change, so the table is renamed
+/// (`…_by_text`), its rows copied into a new table under a name of this server's own (the hash computed by
+/// ClickHouse, [`key_hash`]), which is then renamed to the table's name, and the old table dropped. While it
+/// moves, the table does not exist: an insert of a server of version 3 still running fails (its client
+/// retries; nothing is lost), and a server of version 4 starting meanwhile copies the old table too — whichever
+/// copy is renamed first is the table, the other is dropped. A server stopped half-way leaves the old table,
+/// and the next start copies it again. Views of version 2 writing the table without the hash are dropped, to
+/// be made again with it.
 async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failure> {
     let table = &create.table;
     let old = format!("{table}_by_text");
     for _ in 0..8 {
         let columns = columns_of(client, table).await?;
-        if columns.iter().any(|c| c == "h1") {
+        if columns.iter().any(|c| c == KEY_HASH) {
             break;
         }
         if !columns.is_empty() {
@@ -532,18 +538,18 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
             client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;
             if let Err(e) = copy {
                 // The old table dropped by a server that finished first, or ClickHouse gone.
-                if !columns_of(client, table).await?.iter().any(|c| c == "h1") {
+                if !columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
                     return Err(e.into());
                 }
             }
         }
         // The copy renamed (this server's or another's) holds every row: the old table has not been written since
         // it was renamed.
-        if columns_of(client, table).await?.iter().any(|c| c == "h1") {
+        if columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
             client.query(&format!("DROP TABLE IF EXISTS {old}")).execute().await?;
         }
     }
-    if !columns_of(client, table).await?.iter().any(|c| c == "h1") {
+    if !columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
         return Err(Failure::Internal(anyhow::anyhow!("the table {table} could not be moved to schema version 4")));
     }
     // Copies of servers stopped half-way (a copy still running fails, or is not renamed).
@@ -557,7 +563,7 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
     }
     for view in [format!("mvi_{table}"), format!("mvis_{table}")] {
         let columns = columns_of(client, &view).await?;
-        if !columns.is_empty() && !columns.iter().any(|c| c == "h1") {
+        if !columns.is_empty() && !columns.iter().any(|c| c == KEY_HASH) {
             client.query(&format!("DROP TABLE IF EXISTS {view}")).execute().await?;
         }
     }
