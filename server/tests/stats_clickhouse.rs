@@ -370,8 +370,7 @@ async fn concurrent_requests_are_written_in_a_few_large_parts() {
 /// generated queries of every family; the ids of the customers (acme, globex).
 async fn differential(url: String) -> [i64; 2] {
     let started = std::time::Instant::now();
-    let embedded = TestApp::new().await;
-    let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
+    let (embedded, clickhouse) = both_engines(&url).await;
 
     eprintln!("ClickHouse up and schema created in {:?}", started.elapsed());
     // The same batches in the same order into both, access logs and security events interleaved, for two
@@ -457,6 +456,11 @@ async fn a_lost_clickhouse_answers_503_and_recovers_by_itself() {
     assert_eq!((after.status, &after.body), (StatusCode::OK, &before.body));
 }
 
+/// An app on the embedded engine and one on ClickHouse at `url`, to be given the same records and compared.
+async fn both_engines(url: &str) -> (TestApp, TestApp) {
+    (TestApp::new().await, TestApp::with(|s| s.stats_url = Some(url.to_string())).await)
+}
+
 /// A throwaway ClickHouse server for one test.
 fn clickhouse_server() -> edge_cluster::ClickHouse {
     edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server")
@@ -522,8 +526,7 @@ async fn compare(embedded: &TestApp, clickhouse: &TestApp, path_and_query: &str)
 async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
     let server = clickhouse_server();
     let url = server.url("edge_retention");
-    let embedded = TestApp::new().await;
-    let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
+    let (embedded, clickhouse) = both_engines(&url).await;
     let mut rng = StdRng::seed_from_u64(7);
     let access: Vec<Value> = (0..200).map(|_| access_record(&mut rng)).collect();
     let security: Vec<Value> = (0..100).map(|_| security_record(&mut rng)).collect();
@@ -557,8 +560,7 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
 async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day() {
     let server = clickhouse_server();
     let url = server.url("edge_top_days");
-    let embedded = TestApp::new().await;
-    let clickhouse = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
+    let (embedded, clickhouse) = both_engines(&url).await;
     let mut rng = StdRng::seed_from_u64(13);
     let access: Vec<Value> = (0..300).map(|_| access_record(&mut rng)).collect();
     for app in [&embedded, &clickhouse] {
@@ -673,8 +675,7 @@ async fn a_keyed_batch_cut_off_anywhere_is_completed_by_its_retry_and_stored_onc
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let server = clickhouse_server();
     let database = "edge_repair";
-    let embedded = TestApp::new().await;
-    let clickhouse = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
+    let (embedded, clickhouse) = both_engines(&server.url(database)).await;
     let mut rng = StdRng::seed_from_u64(28);
     let access: Vec<Value> = (0..400).map(|_| access_record(&mut rng)).collect();
     let security: Vec<Value> = (0..200).map(|_| security_record(&mut rng)).collect();
