@@ -112,8 +112,16 @@ struct Blocks {
     high: i64,
 }
 
-/// How a day's rows are computed, kept and measured.
-pub(super) struct DailyQuery<'a, R> {
+/// A row of a daily answer: the day it is of, and its size when kept.
+pub(super) trait DailyRow: Clone {
+    /// The bucket (a day's first millisecond) of the row.
+    fn day(&self) -> i64;
+    /// The row's size in bytes, roughly.
+    fn bytes(&self) -> usize;
+}
+
+/// Which query a day's rows are of, and where they are read.
+pub(super) struct DailyQuery<'a> {
     pub(super) customer: CustomerId,
     /// The rollup table read.
     pub(super) table: &'a str,
@@ -121,16 +129,12 @@ pub(super) struct DailyQuery<'a, R> {
     pub(super) reads_dict: bool,
     /// The query's SQL with the range left out.
     pub(super) key: Arc<str>,
-    /// The bucket of each row.
-    pub(super) bucket: fn(&R) -> i64,
-    /// A row's size in bytes, roughly.
-    pub(super) size: fn(&R) -> usize,
 }
 
 impl ClickHouseEngine {
     /// The block numbers each day of `days` (and `dict`, if asked) was last written with, from the shard of the
     /// customer.
-    fn versions(&self, query: &DailyQuery<'_, impl Sized>, days: &[i64]) -> Result<Vec<Version>, Failure> {
+    fn versions(&self, query: &DailyQuery<'_>, days: &[i64]) -> Result<Vec<Version>, Failure> {
         let (Some(first), Some(last)) = (days.first(), days.last()) else { return Ok(Vec::new()) };
         let query_sql = self
             .client(query.customer)
@@ -156,10 +160,10 @@ impl ClickHouseEngine {
 
     /// The rows of `[start, end)`, a day at a time in day order: each day's kept rows if its parts are unchanged,
     /// the others computed by `compute` (of a range of whole days, its rows in day order) in one query.
-    pub(super) fn daily<R: Clone>(
+    pub(super) fn daily<R: DailyRow>(
         &self,
         cache: &std::sync::Mutex<Days<R>>,
-        query: DailyQuery<'_, R>,
+        query: DailyQuery<'_>,
         (start, end): (i64, i64),
         compute: impl Fn(i64, i64) -> Result<Vec<R>, Failure>,
     ) -> Result<Vec<R>, Failure> {
@@ -175,11 +179,15 @@ impl ClickHouseEngine {
         };
         let missing: Vec<usize> = (0..days.len()).filter(|i| answers[*i].is_none()).collect();
         if let (Some(&from), Some(&to)) = (missing.first(), missing.last()) {
-            let computed = compute(days[from], days[to] + DAY_MS)?;
+            let mut computed_days: Vec<Vec<R>> = vec![Vec::new(); to - from + 1];
+            for row in compute(days[from], days[to] + DAY_MS)? {
+                if let Ok(i) = days[from..=to].binary_search(&row.day()) {
+                    computed_days[i].push(row);
+                }
+            }
             let mut kept = cache.lock().unwrap_or_else(|e| e.into_inner());
-            for i in from..=to {
-                let rows: Vec<R> = computed.iter().filter(|r| (query.bucket)(r) == days[i]).cloned().collect();
-                let bytes = rows.iter().map(query.size).sum();
+            for (i, rows) in (from..=to).zip(computed_days) {
+                let bytes = rows.iter().map(DailyRow::bytes).sum();
                 kept.put(keys[i].clone(), versions[i], rows.clone(), bytes);
                 answers[i] = Some(rows);
             }

@@ -13,7 +13,7 @@ use super::{
         rollups::{self, Conditions, DIMS, METRICS, Target, dim_id, is_int},
     },
     ClickHouseEngine, Failure,
-    days::DailyQuery,
+    days::{DailyQuery, DailyRow},
     schema::{col, grouping},
     sql::{Sql, bind},
 };
@@ -24,6 +24,16 @@ pub(super) struct OutRow {
     b: i64,
     dims: Vec<String>,
     metrics: Vec<u64>,
+}
+
+impl DailyRow for OutRow {
+    fn day(&self) -> i64 {
+        self.b
+    }
+
+    fn bytes(&self) -> usize {
+        48 + self.dims.iter().map(|d| d.len() + 24).sum::<usize>() + 8 * self.metrics.len()
+    }
 }
 
 /// A security event's place in time order: its time and sequence number.
@@ -304,8 +314,6 @@ impl ClickHouseEngine {
                     table,
                     reads_dict: by_values,
                     key: Arc::from(top_of(top_rows(source_of(inner_of(0, 0)), &carried)).key()),
-                    bucket: |r: &OutRow| r.b,
-                    size: |r: &OutRow| 48 + r.dims.iter().map(|d| d.len() + 24).sum::<usize>() + 8 * r.metrics.len(),
                 };
                 self.daily(&self.top_days, query, (q.start_ms, q.end_ms), compute)?
             } else {
@@ -314,10 +322,11 @@ impl ClickHouseEngine {
             total = rows.len() as u64;
             rows
         } else {
-            sql.append(source_of(inner_of(q.start_ms, q.end_ms))).push(" ORDER BY ").push(&order.join(", "));
+            let inner = inner_of(q.start_ms, q.end_ms);
+            sql.append(source_of(inner.clone())).push(" ORDER BY ").push(&order.join(", "));
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
-            count.push("SELECT count() FROM (").append(inner_of(q.start_ms, q.end_ms)).push(")");
+            count.push("SELECT count() FROM (").append(inner).push(")");
             let (rows, count) = self.fetch_counted::<OutRow>(customer, (sql, q.limit), count)?;
             total = count;
             rows
