@@ -67,8 +67,9 @@ impl ClickHouseEngine {
     /// hash, the dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions),
     /// the sums and the first record's sequence number, as aggregate states; in the table's order (grouping
     /// set, bucket, hash, values: see [`order`]). The hash is 32 bits of the values of the table's dimension
-    /// columns in turn (each value's SipHash-1-3, chained by a bijective mixer), computed once a value. A batch with an id (sent with a key) adds a marker row to each table for each day
-    /// it has rows of there (see [`MARKER`]).
+    /// columns in turn (each value's SipHash-1-3, chained by a bijective mixer), computed once a value. A batch
+    /// with an id (sent with a key) adds a marker row to each table for each day it has rows of there (see
+    /// [`MARKER`]).
     #[allow(clippy::too_many_arguments)]
     fn rollup_rows<'v>(
         &self,

@@ -82,9 +82,9 @@ fn texts_cmp(rows: &[u8], mut a: usize, mut b: usize, texts: usize) -> Ordering 
 
 /// A rollup table's rows (laid out as `layout`: customer, day, grouping, bucket, the hash of the values, texts,
 /// then the sums and the first record as a flag and a sequence number) in the order of the table's ORDER BY
-/// (customer, grouping, bucket, the hash, the dimensions' values), then by day (not in it: a batch's marker rows of several days differ only
-/// there), the rows of the same key summed into one with the smallest first record: what ClickHouse's merges
-/// would make of them. Rows of another layout are returned as they are.
+/// (customer, grouping, bucket, the hash, the dimensions' values), then by day (not in it: a batch's marker
+/// rows of several days differ only there), the rows of the same key summed into one with the smallest first
+/// record: what ClickHouse's merges would make of them. Rows of another layout are returned as they are.
 pub(super) fn rollup_rows(rows: Vec<u8>, layout: Layout) -> Vec<u8> {
     let Some(places) = places(&rows, layout) else {
         debug_assert!(false, "rollup rows of another layout");
