@@ -336,7 +336,7 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<Create>, Vec<Feed
 /// of batches, and each rollup with the materialized view(s) of version 2 that feed it from a Null table per
 /// source (which this version does not insert into; see [`SCHEMA_VERSION`]). Dropping the views of schema
 /// version 1 (on the raw tables) comes last.
-fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
+fn schema(creates: &[Create], feeds: &[Feed]) -> Vec<String> {
     let mut out =
         // MergeTree, not TinyLog: replicas starting together on a new database write it at once (databases made
         // before keep their TinyLog table, written when a schema version is applied).
@@ -376,7 +376,6 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
          ENGINE = MergeTree PARTITION BY day ORDER BY (customer, endpoint, key)"
             .into(),
     );
-    let (creates, feeds) = feeds(specs, tables);
     out.extend(creates.iter().map(|c| c.statement(&c.table)));
     for source in [Source::Access, Source::Security] {
         let columns = source.columns().join(", ");
@@ -387,7 +386,7 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
             source.raw()
         ));
     }
-    for feed in &feeds {
+    for feed in feeds {
         let from = format!("{}_in", feed.source.raw());
         out.push(format!(
             "CREATE MATERIALIZED VIEW IF NOT EXISTS {} TO {} AS {}",
@@ -396,7 +395,7 @@ fn schema(specs: &[Spec], tables: &[String]) -> Vec<String> {
             feed.select(&from, "")
         ));
     }
-    for feed in &feeds {
+    for feed in feeds {
         let old = match feed.source {
             Source::Access => "mv",
             Source::Security => "mvs",
@@ -412,8 +411,8 @@ impl ClickHouseEngine {
     /// are moved to version 4's key ([`rekey`], with no time limit: it copies their rows), then every other
     /// statement (each idempotent) runs.
     pub(super) fn migrate(&self, client: &clickhouse::Client) -> anyhow::Result<()> {
-        let statements = schema(&self.specs, &self.tables);
-        let (creates, _) = feeds(&self.specs, &self.tables);
+        let (creates, feeds) = feeds(&self.specs, &self.tables);
+        let statements = schema(&creates, &feeds);
         let now = self.clock.now_ms();
         let first = client.clone();
         let create_versions = statements[0].clone();
@@ -438,7 +437,14 @@ impl ClickHouseEngine {
         })
         .map_err(anyhow::Error::from)
         .context("checking the statistics schema's version")?;
-        for create in &creates {
+        let pending = {
+            let client = client.clone();
+            let tables: Vec<String> = creates.iter().map(|c| c.table.clone()).collect();
+            self.block_failure(async move { to_rekey(&client, &tables).await })
+                .map_err(anyhow::Error::from)
+                .context("listing the statistics tables")?
+        };
+        for create in creates.iter().filter(|c| pending.contains(&c.table)) {
             let client = client.clone();
             self.block_within(MIGRATION_TIMEOUT, async move { rekey(&client, create).await })
                 .map_err(anyhow::Error::from)
@@ -451,12 +457,11 @@ impl ClickHouseEngine {
                 // Raw tables of schema version 1 get their batch column before the views that write it.
                 if !columns_added && s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS mvi_") {
                     for source in [Source::Access, Source::Security] {
-                        let has_batch = |columns: Vec<String>| columns.iter().any(|c| c == "batch");
-                        if !has_batch(columns_of(&client, source.raw()).await?) {
+                        if !has_column(&client, source.raw(), "batch").await? {
                             let alter = format!("ALTER TABLE {} ADD COLUMN batch UInt64", source.raw());
                             // Fails if another server starting meanwhile added it first.
                             if let Err(e) = client.query(&alter).execute().await
-                                && !has_batch(columns_of(&client, source.raw()).await?)
+                                && !has_column(&client, source.raw(), "batch").await?
                             {
                                 return Err(e.into());
                             }
@@ -483,6 +488,40 @@ async fn columns_of(client: &clickhouse::Client, table: &str) -> Result<Vec<Stri
         .bind(table)
         .fetch_all::<String>()
         .await
+}
+
+/// Whether a table (or view) of the database has a column.
+async fn has_column(client: &clickhouse::Client, table: &str, column: &str) -> Result<bool, clickhouse::error::Error> {
+    let count = client
+        .query("SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = ? AND name = ?")
+        .bind(table)
+        .bind(column)
+        .fetch_one::<u64>()
+        .await?;
+    Ok(count > 0)
+}
+
+/// The rollup tables [`rekey`] has work on: missing, without the key hash, or with a table of a move
+/// (`…_by_text`, `…_rekeying_…`) or a view of version 2 without the hash left over. Two queries, so that a start
+/// on a database already moved asks no more of it.
+async fn to_rekey(client: &clickhouse::Client, tables: &[String]) -> Result<Vec<String>, Failure> {
+    let names =
+        client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").fetch_all::<String>().await?;
+    let hashed = client
+        .query("SELECT DISTINCT table FROM system.columns WHERE database = currentDatabase() AND name = ?")
+        .bind(KEY_HASH)
+        .fetch_all::<String>()
+        .await?;
+    let exists = |name: &str| names.iter().any(|n| n == name);
+    let hashed = |name: &str| hashed.iter().any(|n| n == name);
+    let pending = tables.iter().filter(|table| {
+        let moving = format!("{table}_rekeying_");
+        !hashed(table)
+            || exists(&format!("{table}_by_text"))
+            || names.iter().any(|n| n.starts_with(&moving))
+            || [format!("mvi_{table}"), format!("mvis_{table}")].iter().any(|v| exists(v) && !hashed(v))
+    });
+    Ok(pending.cloned().collect())
 }
 
 /// The column of a rollup row's key hash (schema version 4).
@@ -522,8 +561,8 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
         let scratch = format!("{table}_rekeying_{:x}", nonce as u64);
         client.query(&create.statement(&scratch)).execute().await?;
         let new_columns = columns_of(client, &scratch).await?;
-        let copied: Vec<&String> = old_columns.iter().filter(|c| new_columns.contains(c)).collect();
-        let copied = copied.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+        let copied =
+            old_columns.iter().filter(|c| new_columns.contains(c)).map(String::as_str).collect::<Vec<_>>().join(", ");
         tracing::info!(table = %table, "statistics: moving the table to schema version 4 (copying its rows)");
         let copy = client
             .query(&format!("INSERT INTO {scratch} ({copied}) SELECT {copied} FROM {old}"))
@@ -538,18 +577,18 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
             client.query(&format!("DROP TABLE IF EXISTS {scratch}")).execute().await?;
             if let Err(e) = copy {
                 // The old table dropped by a server that finished first, or ClickHouse gone.
-                if !columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
+                if !has_column(client, table, KEY_HASH).await? {
                     return Err(e.into());
                 }
             }
         }
         // The copy renamed (this server's or another's) holds every row: the old table has not been written since
         // it was renamed.
-        if columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
+        if has_column(client, table, KEY_HASH).await? {
             client.query(&format!("DROP TABLE IF EXISTS {old}")).execute().await?;
         }
     }
-    if !columns_of(client, table).await?.iter().any(|c| c == KEY_HASH) {
+    if !has_column(client, table, KEY_HASH).await? {
         return Err(Failure::Internal(anyhow::anyhow!("the table {table} could not be moved to schema version 4")));
     }
     // Copies of servers stopped half-way (a copy still running fails, or is not renamed).
