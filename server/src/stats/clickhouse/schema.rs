@@ -338,8 +338,8 @@ pub(super) fn feeds(specs: &[Spec], tables: &[String]) -> (Vec<Create>, Vec<Feed
 /// version 1 (on the raw tables) comes last.
 fn schema(creates: &[Create], feeds: &[Feed]) -> Vec<String> {
     let mut out =
-        // MergeTree, not TinyLog: replicas starting together on a new database write it at once (databases made
-        // before keep their TinyLog table, written when a schema version is applied).
+        // MergeTree, not TinyLog: replicas starting together on a database write it at once (the TinyLog table of
+        // a database made before is replaced, see `versions_off_tiny_log`).
         vec!["CREATE TABLE IF NOT EXISTS edge_schema (version UInt32, applied_ms Int64) ENGINE = MergeTree ORDER BY version"
             .to_string()];
     for (source, order) in [(Source::Access, "customer, ts"), (Source::Security, "customer, ts, seq")] {
@@ -417,6 +417,7 @@ impl ClickHouseEngine {
         let first = client.clone();
         let create_versions = statements[0].clone();
         self.block_failure(async move {
+            versions_off_tiny_log(&first, &create_versions).await?;
             first.query(&create_versions).execute().await?;
             let version: u32 = first.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
             if version > SCHEMA_VERSION {
@@ -476,6 +477,58 @@ impl ClickHouseEngine {
         .map_err(anyhow::Error::from)
         .context("creating the statistics schema")
     }
+}
+
+/// A number for a table name of this server's own (the clock's nanoseconds and the process id).
+fn nonce() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    (nanos ^ u128::from(std::process::id())) as u64
+}
+
+/// Moves the versions of a database made before `edge_schema` was a MergeTree table out of its TinyLog table,
+/// which fails, or loses what it holds, when two servers write it at once (as replicas starting together on
+/// such a database do, each writing the version it moves the database to). The first server to rename the
+/// TinyLog table copies its rows into a new MergeTree table of the name (`create_versions`) and drops it; the
+/// others find the name free (they create the table: what they write there is this version, the newest) or
+/// taken by the new table. A renamed table left by a server stopped half-way is copied at the next start.
+/// (A server renaming `edge_schema` just after another replaced it renames the new table, and copies it in
+/// turn: rows the other writes meanwhile are lost, but each server writes its version after this, so the
+/// newest is recorded.)
+async fn versions_off_tiny_log(client: &clickhouse::Client, create_versions: &str) -> Result<(), Failure> {
+    for _ in 0..8 {
+        let tiny = client
+            .query(
+                "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine = 'TinyLog' \
+                 AND (name = 'edge_schema' OR startsWith(name, 'edge_schema_tiny_log_'))",
+            )
+            .fetch_all::<String>()
+            .await?;
+        if tiny.is_empty() {
+            return Ok(());
+        }
+        for mut name in tiny {
+            if name == "edge_schema" {
+                let renamed = format!("edge_schema_tiny_log_{:x}", nonce());
+                // Fails if another server renamed it first: the next round sees what it did.
+                if client.query(&format!("RENAME TABLE edge_schema TO {renamed}")).execute().await.is_err() {
+                    continue;
+                }
+                name = renamed;
+            }
+            client.query(create_versions).execute().await?;
+            let copied = client
+                .query(&format!("INSERT INTO edge_schema (version, applied_ms) SELECT version, applied_ms FROM {name}"))
+                .execute()
+                .await;
+            match copied {
+                Ok(()) => client.query(&format!("DROP TABLE IF EXISTS {name}")).execute().await?,
+                // Another server copying a table left over dropped it first (its copy holds the rows).
+                Err(_) if columns_of(client, &name).await?.is_empty() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Err(Failure::Internal(anyhow::anyhow!("the statistics schema's versions could not be moved off TinyLog")))
 }
 
 /// How long moving a table to version 4's key may take (it copies every row of the table).
@@ -556,9 +609,7 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
             client.query(&create.statement(table)).execute().await?;
             continue;
         }
-        let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-            ^ u128::from(std::process::id());
-        let scratch = format!("{table}_rekeying_{:x}", nonce as u64);
+        let scratch = format!("{table}_rekeying_{:x}", nonce());
         client.query(&create.statement(&scratch)).execute().await?;
         let new_columns = columns_of(client, &scratch).await?;
         let copied =
