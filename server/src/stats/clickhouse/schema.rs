@@ -496,25 +496,26 @@ fn nonce() -> u64 {
 /// newest is recorded.)
 async fn versions_off_tiny_log(client: &clickhouse::Client, create_versions: &str) -> Result<(), Failure> {
     for _ in 0..8 {
-        let tiny = client
-            .query(
-                "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine = 'TinyLog' \
-                 AND (name = 'edge_schema' OR startsWith(name, 'edge_schema_tiny_log_'))",
-            )
-            .fetch_all::<String>()
-            .await?;
-        if tiny.is_empty() {
-            return Ok(());
-        }
-        for mut name in tiny {
+        let mut done = true;
+        for mut name in tables_named(client, "edge_schema").await? {
             if name == "edge_schema" {
+                // Fails if another server renamed it meanwhile: the next round sees what it did.
+                let create = client.query("SHOW CREATE TABLE edge_schema").fetch_one::<String>().await;
+                if create.as_ref().is_ok_and(|c| !c.contains("ENGINE = TinyLog")) {
+                    continue;
+                }
+                done = false;
                 let renamed = format!("edge_schema_tiny_log_{:x}", nonce());
-                // Fails if another server renamed it first: the next round sees what it did.
-                if client.query(&format!("RENAME TABLE edge_schema TO {renamed}")).execute().await.is_err() {
+                if create.is_err()
+                    || client.query(&format!("RENAME TABLE edge_schema TO {renamed}")).execute().await.is_err()
+                {
                     continue;
                 }
                 name = renamed;
+            } else if !name.starts_with("edge_schema_tiny_log_") {
+                continue;
             }
+            done = false;
             client.query(create_versions).execute().await?;
             let copied = client
                 .query(&format!("INSERT INTO edge_schema (version, applied_ms) SELECT version, applied_ms FROM {name}"))
@@ -526,6 +527,9 @@ async fn versions_off_tiny_log(client: &clickhouse::Client, create_versions: &st
                 Err(_) if columns_of(client, &name).await?.is_empty() => {}
                 Err(e) => return Err(e.into()),
             }
+        }
+        if done {
+            return Ok(());
         }
     }
     Err(Failure::Internal(anyhow::anyhow!("the statistics schema's versions could not be moved off TinyLog")))
@@ -539,6 +543,17 @@ async fn columns_of(client: &clickhouse::Client, table: &str) -> Result<Vec<Stri
     client
         .query("SELECT name FROM system.columns WHERE database = currentDatabase() AND table = ?")
         .bind(table)
+        .fetch_all::<String>()
+        .await
+}
+
+/// The tables (and views) of the database whose name starts with `prefix`. From `system.columns`, not
+/// `system.tables`: ClickHouse 18.16 fails a query on `system.tables` ("Table … doesn't exist", about one in 30
+/// by hand) while another query renames a table, as servers starting together do.
+async fn tables_named(client: &clickhouse::Client, prefix: &str) -> Result<Vec<String>, clickhouse::error::Error> {
+    client
+        .query("SELECT DISTINCT table FROM system.columns WHERE database = currentDatabase() AND startsWith(table, ?)")
+        .bind(prefix)
         .fetch_all::<String>()
         .await
 }
@@ -558,8 +573,7 @@ async fn has_column(client: &clickhouse::Client, table: &str, column: &str) -> R
 /// (`…_by_text`, `…_rekeying_…`) or a view of version 2 without the hash left over. Two queries, so that a start
 /// on a database already moved asks no more of it.
 async fn to_rekey(client: &clickhouse::Client, tables: &[String]) -> Result<Vec<String>, Failure> {
-    let names =
-        client.query("SELECT name FROM system.tables WHERE database = currentDatabase()").fetch_all::<String>().await?;
+    let names = tables_named(client, "").await?;
     let hashed = client
         .query("SELECT DISTINCT table FROM system.columns WHERE database = currentDatabase() AND name = ?")
         .bind(KEY_HASH)
@@ -643,11 +657,7 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
         return Err(Failure::Internal(anyhow::anyhow!("the table {table} could not be moved to schema version 4")));
     }
     // Copies of servers stopped half-way (a copy still running fails, or is not renamed).
-    let leftovers = client
-        .query("SELECT name FROM system.tables WHERE database = currentDatabase() AND startsWith(name, ?)")
-        .bind(format!("{table}_rekeying_"))
-        .fetch_all::<String>()
-        .await?;
+    let leftovers = tables_named(client, &format!("{table}_rekeying_")).await?;
     for leftover in leftovers {
         client.query(&format!("DROP TABLE IF EXISTS {leftover}")).execute().await?;
     }
