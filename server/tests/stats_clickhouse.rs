@@ -490,6 +490,12 @@ async fn both_engines(url: &str) -> (TestApp, TestApp) {
     (TestApp::new().await, TestApp::with(|s| s.stats_url = Some(url.to_string())).await)
 }
 
+/// How many SELECT queries the ClickHouse server has run since it started.
+fn select_queries(server: &edge_cluster::ClickHouse) -> u64 {
+    let n = clickhouse_sql(server, "default", "SELECT value FROM system.events WHERE event = 'SelectQuery'");
+    n.trim().parse().unwrap_or(0)
+}
+
 /// A throwaway ClickHouse server for one test.
 fn clickhouse_server() -> edge_cluster::ClickHouse {
     edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server")
@@ -603,10 +609,7 @@ async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day
         .iter()
         .map(|set| format!("/stats/topk/url/data?{range}&dimensions={}", set.replace("day/", "").replace('/', ",")))
         .collect();
-    let selects = || -> u64 {
-        let n = clickhouse_sql(&server, "default", "SELECT value FROM system.events WHERE event = 'SelectQuery'");
-        n.trim().parse().unwrap_or(0)
-    };
+    let selects = || select_queries(&server);
     for path in &paths {
         let before = selects();
         let reply = clickhouse.send(req(Method::GET, &format!("/acme/v1{path}")).basic("alice", PASSWORD).done()).await;
@@ -914,10 +917,9 @@ async fn a_database_of_schema_version_1_is_upgraded_and_its_rows_still_count() {
     assert_eq!(delivery_sums(&clickhouse).await, delivery_sums(&embedded).await, "both batches once");
 
     // A start on the moved database only checks that nothing is left to move (not each table in turn).
-    let selects = || clickhouse_sql(&server, "default", "SELECT value FROM system.events WHERE event = 'SelectQuery'");
-    let before: u64 = selects().trim().parse().unwrap_or(0);
+    let before = select_queries(&server);
     let third = TestApp::with(|s| s.stats_url = Some(server.url(database))).await;
-    let asked = selects().trim().parse::<u64>().unwrap_or(0) - before;
+    let asked = select_queries(&server) - before;
     eprintln!("a start on a moved database: {asked} SELECT queries");
     assert!(asked < 20, "{asked} SELECT queries at a start on a database already moved");
     assert_eq!(delivery_sums(&third).await, delivery_sums(&embedded).await, "the third server's answers");

@@ -214,13 +214,23 @@ impl Feed {
         format!("{} {from} {} WHERE ({}){extra} GROUP BY {}", self.head, self.join, self.condition, self.group)
     }
 
-    /// The view's name; views of schema version 1 read the raw tables themselves (`mv_`, `mvs_`).
     fn view(&self) -> String {
-        match self.source {
-            Source::Access => format!("mvi_{}", self.table),
-            Source::Security => format!("mvis_{}", self.table),
-        }
+        view_name(self.source, &self.table)
     }
+}
+
+/// The name of the view feeding a rollup table from a source's Null table; views of schema version 1 read the
+/// raw tables themselves (`mv_`, `mvs_`).
+fn view_name(source: Source, table: &str) -> String {
+    match source {
+        Source::Access => format!("mvi_{table}"),
+        Source::Security => format!("mvis_{table}"),
+    }
+}
+
+/// The names of both sources' views of a rollup table (a table has one or both).
+fn views_of(table: &str) -> [String; 2] {
+    [view_name(Source::Access, table), view_name(Source::Security, table)]
 }
 
 /// A rollup table's definition: `CREATE TABLE {table} {body}`.
@@ -586,7 +596,7 @@ async fn to_rekey(client: &clickhouse::Client, tables: &[String]) -> Result<Vec<
         !hashed(table)
             || exists(&format!("{table}_by_text"))
             || names.iter().any(|n| n.starts_with(&moving))
-            || [format!("mvi_{table}"), format!("mvis_{table}")].iter().any(|v| exists(v) && !hashed(v))
+            || views_of(table).iter().any(|v| exists(v) && !hashed(v))
     });
     Ok(pending.cloned().collect())
 }
@@ -661,7 +671,7 @@ async fn rekey(client: &clickhouse::Client, create: &Create) -> Result<(), Failu
     for leftover in leftovers {
         client.query(&format!("DROP TABLE IF EXISTS {leftover}")).execute().await?;
     }
-    for view in [format!("mvi_{table}"), format!("mvis_{table}")] {
+    for view in views_of(table) {
         let columns = columns_of(client, &view).await?;
         if !columns.is_empty() && !columns.iter().any(|c| c == KEY_HASH) {
             client.query(&format!("DROP TABLE IF EXISTS {view}")).execute().await?;
