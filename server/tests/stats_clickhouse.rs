@@ -592,7 +592,7 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
 /// ClickHouse reads only which parts the days have; records arriving for a day change its answer at once, as
 /// in the embedded engine; another customer's are its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day() {
+async fn answers_kept_between_queries_follow_new_records_of_their_day() {
     let server = clickhouse_server();
     let url = server.url("edge_top_days");
     let (embedded, clickhouse) = both_engines(&url).await;
@@ -604,11 +604,24 @@ async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day
     let range = "starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&granularity=day&metrics=hits";
     // Each grouping set: ties ordered by the rollup's rows, or (summed from another's) by when each value was
     // first seen (`dict`).
-    let paths: Vec<String> = Family::TopKUrl
+    let top_paths: Vec<String> = Family::TopKUrl
         .groupings()
         .iter()
         .map(|set| format!("/stats/topk/url/data?{range}&dimensions={}", set.replace("day/", "").replace('/', ",")))
         .collect();
+    // Time series grouped at query time from a stand-in's rows, ties by when rows were first seen: over whole
+    // days and parts of days, sorted by a metric, an integer dimension and text, paged.
+    let series_paths = [
+        "/stats/data?starttime=2025-12-30T06:00:00&endtime=2025-12-31T18:00:00&granularity=5minute\
+         &dimensions=country,property&metrics=hits,last_mile_bandwidth_bytes&sortby=-hits",
+        "/stats/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&granularity=hour\
+         &dimensions=domain,http_status_code&metrics=hits,request_time_ms&sortby=-http_status_code&start=3&limit=40",
+        "/stats/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&granularity=hour\
+         &dimensions=domain,http_status_code&metrics=hits&filters=http_status_code!%3D200&sortby=domain,-hits",
+        "/stats/data?starttime=2025-12-29T00:00:00&endtime=2026-01-01T00:00:00&granularity=day&dimensions=property\
+         &metrics=hits",
+    ];
+    let paths: Vec<String> = top_paths.iter().cloned().chain(series_paths.iter().map(|p| p.to_string())).collect();
     let selects = || select_queries(&server);
     for path in &paths {
         let before = selects();
@@ -638,7 +651,10 @@ async fn the_daily_top_urls_kept_between_queries_follow_new_records_of_their_day
         assert_eq!(ingest(app, "acme", "alice", "accesslogs", &late).await.body["accepted"], 24);
         assert_eq!(ingest(app, "globex", "gina", "accesslogs", &access[..50]).await.body["accepted"], 50);
     }
-    for path in &paths {
+    for path in &series_paths {
+        assert_eq!(compare(&embedded, &clickhouse, path).await, Ok(StatusCode::OK));
+    }
+    for path in &top_paths {
         assert_eq!(compare(&embedded, &clickhouse, path).await, Ok(StatusCode::OK));
         let reply = clickhouse.send(req(Method::GET, &format!("/acme/v1{path}")).basic("alice", PASSWORD).done()).await;
         let first = &reply.body["rows"][0];

@@ -1,15 +1,17 @@
-//! The daily top URLs kept from query to query. Ranking a day's URLs groups every (property, URL) of the day
-//! — hundreds of thousands of rows, a few hundred milliseconds in ClickHouse 18.16 — and a day's top changes
-//! only when records of that day arrive. So each day's answer is kept with what it was computed from: the
-//! block numbers of the day partition's active parts (and of the `dict` table's when ties are ordered by it).
-//! Every insert into a partition gives its part a block number above all before; a merge replaces parts by one
-//! spanning their numbers, and dropping a partition removes them: so the lowest and highest block numbers of a
-//! day's parts change with every insert into that day and with its retention, never with a merge. A query asks
-//! `system.parts` for them first (a few milliseconds), answers the days whose numbers are unchanged from what
-//! it kept, and computes the others in one query. Reading the numbers before the rows means a day changed in
-//! between is recomputed by the next query, never kept as current.
+//! Answers kept from query to query, a day at a time. Grouping a rollup's rows at query time — ranking a day's
+//! URLs (hundreds of thousands of rows, a few hundred milliseconds in ClickHouse 18.16), or summing a week of a
+//! stand-in's 5-minute rows into the query's dimensions (tens of thousands of groups, tens of milliseconds) —
+//! gives the same rows for a day until records of that day arrive. So each day's rows are kept with what they
+//! were computed from: the block numbers of the day partition's active parts (and of the `dict` table's when
+//! ties are ordered by it). Every insert into a partition gives its part a block number above all before; a
+//! merge replaces parts by one spanning their numbers, and dropping a partition removes them: so the lowest and
+//! highest block numbers of a day's parts change with every insert into that day and with its retention, never
+//! with a merge. A query asks `system.parts` for them first (a few milliseconds), takes the days whose numbers
+//! are unchanged from what it kept, and computes the others in one query. Reading the numbers before the rows
+//! means a day changed in between is recomputed by the next query, never kept as current. A range starting or
+//! ending within a day keeps that day's part of it under its own bounds.
 //!
-//! What is kept is bounded ([`BUDGET`] bytes, the least recently used days going first), and a query of more
+//! What is kept is bounded (a budget in bytes, the least recently used days going first), and a query of more
 //! than [`MAX_DAYS`] days is not kept at all.
 
 use std::{collections::HashMap, sync::Arc};
@@ -19,8 +21,11 @@ use serde::Deserialize;
 use super::{ClickHouseEngine, Failure};
 use crate::store::CustomerId;
 
-/// Bytes of answers kept, over every customer.
-pub(super) const BUDGET: usize = 8 << 20;
+/// Bytes of daily top URLs kept, over every customer.
+pub(super) const TOP_BUDGET: usize = 8 << 20;
+/// Bytes of time series kept, over every customer: a day of a 5-minute series by two dimensions may hold tens
+/// of thousands of rows (a few megabytes).
+pub(super) const SERIES_BUDGET: usize = 64 << 20;
 /// A query of more days is answered without keeping them (it would push out everything else).
 pub(super) const MAX_DAYS: usize = 400;
 const DAY_MS: i64 = 86_400_000;
@@ -33,12 +38,16 @@ pub(super) struct Version {
     dict: (i64, i64),
 }
 
-/// A day's answer: the customer, the query (its SQL with the range left out) and the day's first millisecond.
-type Key = (CustomerId, Arc<str>, i64);
+/// A day's answer: the customer, the query (its SQL with the range left out) and the part of the range within
+/// the day (`[start, end)`).
+type Key = (CustomerId, Arc<str>, i64, i64);
+
+/// A day's rows, or `None`: more than a computation may hold (see [`DailyQuery::cap`]).
+type Kept<R> = Option<Arc<Vec<R>>>;
 
 struct Entry<R> {
     version: Version,
-    rows: Vec<R>,
+    rows: Kept<R>,
     bytes: usize,
     used: u64,
 }
@@ -51,20 +60,14 @@ pub(super) struct Days<R> {
     tick: u64,
 }
 
-impl<R> Default for Days<R> {
-    fn default() -> Self {
-        Days { entries: HashMap::new(), bytes: 0, budget: BUDGET, tick: 0 }
-    }
-}
-
-impl<R: Clone> Days<R> {
-    #[cfg(test)]
-    fn with_budget(budget: usize) -> Self {
-        Days { budget, ..Days::default() }
+impl<R> Days<R> {
+    /// Nothing kept yet, at most `budget` bytes.
+    pub(super) fn with_budget(budget: usize) -> Self {
+        Days { entries: HashMap::new(), bytes: 0, budget, tick: 0 }
     }
 
     /// The rows kept for `key` if they were computed from `version`.
-    pub(super) fn get(&mut self, key: &Key, version: Version) -> Option<Vec<R>> {
+    pub(super) fn get(&mut self, key: &Key, version: Version) -> Option<Kept<R>> {
         self.tick += 1;
         let entry = self.entries.get_mut(key).filter(|e| e.version == version)?;
         entry.used = self.tick;
@@ -73,7 +76,7 @@ impl<R: Clone> Days<R> {
 
     /// Keeps `rows` (of `bytes`) for `key`, computed from `version`, pushing out the least recently used answers
     /// beyond the budget. Rows larger than a quarter of it are not kept.
-    pub(super) fn put(&mut self, key: Key, version: Version, rows: Vec<R>, bytes: usize) {
+    pub(super) fn put(&mut self, key: Key, version: Version, rows: Kept<R>, bytes: usize) {
         self.tick += 1;
         let bytes = bytes + key.1.len() + 64;
         if let Some(old) = self.entries.remove(&key) {
@@ -93,10 +96,20 @@ impl<R: Clone> Days<R> {
     }
 }
 
-/// The first millisecond of each day whose bucket lies in `[start, end)`.
-pub(super) fn days_in(start: i64, end: i64) -> Vec<i64> {
-    let first = start.div_euclid(DAY_MS) * DAY_MS + if start.rem_euclid(DAY_MS) == 0 { 0 } else { DAY_MS };
-    (0..).map(|i| first + i * DAY_MS).take_while(|d| *d < end).collect()
+/// The first millisecond of the day of `ms`.
+pub(super) fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS) * DAY_MS
+}
+
+/// `[start, end)` cut at midnights: each day it touches, with the part of the range within it.
+fn pieces(start: i64, end: i64) -> Vec<(i64, i64, i64)> {
+    let first = day_of(start);
+    (0..)
+        .map(|i| first.saturating_add(i * DAY_MS))
+        .take_while(|d| *d < end)
+        .map(|d| (d, start.max(d), end.min(d.saturating_add(DAY_MS))))
+        .filter(|(_, s, e)| s < e)
+        .collect()
 }
 
 /// A day partition's name in `system.parts` (`YYYY-MM-DD`: the tables are partitioned by a `Date`).
@@ -113,8 +126,8 @@ struct Blocks {
 }
 
 /// A row of a daily answer: the day it is of, and its size when kept.
-pub(super) trait DailyRow: Clone {
-    /// The bucket (a day's first millisecond) of the row.
+pub(super) trait DailyRow {
+    /// The first millisecond of the day of the row's bucket.
     fn day(&self) -> i64;
     /// The row's size in bytes, roughly.
     fn bytes(&self) -> usize;
@@ -129,6 +142,8 @@ pub(super) struct DailyQuery<'a> {
     pub(super) reads_dict: bool,
     /// The query's SQL with the range left out.
     pub(super) key: Arc<str>,
+    /// The most rows one computation may give for them to be kept.
+    pub(super) cap: usize,
 }
 
 impl ClickHouseEngine {
@@ -159,40 +174,54 @@ impl ClickHouseEngine {
     }
 
     /// The rows of `[start, end)`, a day at a time in day order: each day's kept rows if its parts are unchanged,
-    /// the others computed by `compute` (of a range of whole days, its rows in day order) in one query.
+    /// the others computed by `compute` (of a range, its rows in day order) in one query. `None` when they are
+    /// not kept: more than [`MAX_DAYS`] days, or a computation of more than the query's `cap` rows (remembered
+    /// for those days while their parts stay the same).
     pub(super) fn daily<R: DailyRow>(
         &self,
         cache: &std::sync::Mutex<Days<R>>,
         query: DailyQuery<'_>,
         (start, end): (i64, i64),
         compute: impl Fn(i64, i64) -> Result<Vec<R>, Failure>,
-    ) -> Result<Vec<R>, Failure> {
-        let days = days_in(start, end);
-        if days.len() > MAX_DAYS {
-            return compute(start, end);
+    ) -> Result<Option<Vec<Arc<Vec<R>>>>, Failure> {
+        let pieces = pieces(start, end);
+        if pieces.len() > MAX_DAYS {
+            return Ok(None);
         }
+        let days: Vec<i64> = pieces.iter().map(|p| p.0).collect();
         let versions = self.versions(&query, &days)?;
-        let keys: Vec<Key> = days.iter().map(|d| (query.customer, query.key.clone(), *d)).collect();
-        let mut answers: Vec<Option<Vec<R>>> = {
+        let keys: Vec<Key> = pieces.iter().map(|(_, s, e)| (query.customer, query.key.clone(), *s, *e)).collect();
+        let mut answers: Vec<Option<Kept<R>>> = {
             let mut kept = cache.lock().unwrap_or_else(|e| e.into_inner());
             keys.iter().zip(&versions).map(|(k, v)| kept.get(k, *v)).collect()
         };
+        if answers.iter().any(|a| matches!(a, Some(None))) {
+            return Ok(None);
+        }
         let missing: Vec<usize> = (0..days.len()).filter(|i| answers[*i].is_none()).collect();
         if let (Some(&from), Some(&to)) = (missing.first(), missing.last()) {
-            let mut computed_days: Vec<Vec<R>> = vec![Vec::new(); to - from + 1];
-            for row in compute(days[from], days[to] + DAY_MS)? {
-                if let Ok(i) = days[from..=to].binary_search(&row.day()) {
-                    computed_days[i].push(row);
+            let rows = compute(pieces[from].1, pieces[to].2)?;
+            let too_many = rows.len() > query.cap;
+            let mut computed_days: Vec<Vec<R>> = (from..=to).map(|_| Vec::new()).collect();
+            if !too_many {
+                for row in rows {
+                    if let Ok(i) = days[from..=to].binary_search(&row.day()) {
+                        computed_days[i].push(row);
+                    }
                 }
             }
             let mut kept = cache.lock().unwrap_or_else(|e| e.into_inner());
             for (i, rows) in (from..=to).zip(computed_days) {
-                let bytes = rows.iter().map(DailyRow::bytes).sum();
+                let rows = (!too_many).then(|| Arc::new(rows));
+                let bytes = rows.iter().flat_map(|r| r.iter()).map(DailyRow::bytes).sum();
                 kept.put(keys[i].clone(), versions[i], rows.clone(), bytes);
                 answers[i] = Some(rows);
             }
+            if too_many {
+                return Ok(None);
+            }
         }
-        Ok(answers.into_iter().flatten().flatten().collect())
+        Ok(Some(answers.into_iter().flatten().flatten().collect()))
     }
 }
 
@@ -200,63 +229,91 @@ impl ClickHouseEngine {
 mod tests {
     use std::sync::Arc;
 
-    use super::{DAY_MS, Days, Version, days_in, partition};
+    use super::{DAY_MS, Days, Version, partition, pieces};
 
     fn version(high: i64) -> Version {
         Version { day: (1, high), dict: (0, 0) }
     }
 
     #[test]
-    fn the_days_of_a_range_are_those_whose_first_millisecond_is_in_it() {
+    fn a_range_is_cut_at_midnights() {
         let d = 20_000 * DAY_MS;
-        assert_eq!(days_in(d, d + DAY_MS), vec![d]);
-        assert_eq!(days_in(d, d + 3 * DAY_MS), vec![d, d + DAY_MS, d + 2 * DAY_MS]);
-        // A range starting within a day leaves that day's bucket out, as the query does.
-        assert_eq!(days_in(d + 1, d + 2 * DAY_MS + 1), vec![d + DAY_MS, d + 2 * DAY_MS]);
-        assert_eq!(days_in(d, d), Vec::<i64>::new());
-        assert_eq!(days_in(d + 5, d + 10), Vec::<i64>::new());
+        assert_eq!(pieces(d, d + DAY_MS), vec![(d, d, d + DAY_MS)]);
+        assert_eq!(
+            pieces(d, d + 3 * DAY_MS),
+            vec![
+                (d, d, d + DAY_MS),
+                (d + DAY_MS, d + DAY_MS, d + 2 * DAY_MS),
+                (d + 2 * DAY_MS, d + 2 * DAY_MS, d + 3 * DAY_MS)
+            ]
+        );
+        // A range starting or ending within a day keeps that day's part of it.
+        assert_eq!(
+            pieces(d + 5, d + DAY_MS + 7),
+            vec![(d, d + 5, d + DAY_MS), (d + DAY_MS, d + DAY_MS, d + DAY_MS + 7)]
+        );
+        assert_eq!(pieces(d + 5, d + 10), vec![(d, d + 5, d + 10)]);
+        assert_eq!(
+            pieces(-DAY_MS - 1, -DAY_MS + 1),
+            vec![(-2 * DAY_MS, -DAY_MS - 1, -DAY_MS), (-DAY_MS, -DAY_MS, -DAY_MS + 1)]
+        );
+        assert_eq!(pieces(d, d), Vec::<(i64, i64, i64)>::new());
+        assert_eq!(pieces(d + 5, d + 5), Vec::<(i64, i64, i64)>::new());
         assert_eq!(partition(d), "2024-10-04");
+    }
+
+    fn rows(values: &[u64]) -> Option<Option<Vec<u64>>> {
+        Some(Some(values.to_vec()))
+    }
+
+    fn kept(days: &mut Days<u64>, key: &(i64, Arc<str>, i64, i64), v: Version) -> Option<Option<Vec<u64>>> {
+        days.get(key, v).map(|k| k.map(|r| r.to_vec()))
     }
 
     #[test]
     fn a_day_is_answered_only_from_the_same_parts() {
-        let mut days: Days<u64> = Days::default();
-        let key = (1, Arc::from("q"), 0);
-        days.put(key.clone(), version(7), vec![1, 2, 3], 24);
-        assert_eq!(days.get(&key, version(7)), Some(vec![1, 2, 3]));
+        let mut days: Days<u64> = Days::with_budget(1000);
+        let key = (1, Arc::from("q"), 0, DAY_MS);
+        days.put(key.clone(), version(7), Some(Arc::new(vec![1, 2, 3])), 24);
+        assert_eq!(kept(&mut days, &key, version(7)), rows(&[1, 2, 3]));
         // An insert into the day: a higher block number.
-        assert_eq!(days.get(&key, version(8)), None);
-        // Another customer, query or day: nothing kept.
-        assert_eq!(days.get(&(2, Arc::from("q"), 0), version(7)), None);
-        assert_eq!(days.get(&(1, Arc::from("r"), 0), version(7)), None);
-        assert_eq!(days.get(&(1, Arc::from("q"), DAY_MS), version(7)), None);
+        assert_eq!(kept(&mut days, &key, version(8)), None);
+        // Another customer, query or day, or another part of the day: nothing kept.
+        assert_eq!(kept(&mut days, &(2, Arc::from("q"), 0, DAY_MS), version(7)), None);
+        assert_eq!(kept(&mut days, &(1, Arc::from("r"), 0, DAY_MS), version(7)), None);
+        assert_eq!(kept(&mut days, &(1, Arc::from("q"), DAY_MS, 2 * DAY_MS), version(7)), None);
+        assert_eq!(kept(&mut days, &(1, Arc::from("q"), 0, DAY_MS - 1), version(7)), None);
         // Computed again: the new rows replace the old.
-        days.put(key.clone(), version(8), vec![4], 8);
-        assert_eq!(days.get(&key, version(8)), Some(vec![4]));
-        assert_eq!(days.get(&key, version(7)), None);
+        days.put(key.clone(), version(8), Some(Arc::new(vec![4])), 8);
+        assert_eq!(kept(&mut days, &key, version(8)), rows(&[4]));
+        assert_eq!(kept(&mut days, &key, version(7)), None);
         assert_eq!(days.entries.len(), 1);
+        // Too many rows to keep is kept too, so that the next query does not try again.
+        days.put(key.clone(), version(9), None, 0);
+        assert_eq!(kept(&mut days, &key, version(9)), Some(None));
     }
 
     #[test]
     fn what_is_kept_stays_within_its_budget_the_least_recently_used_going_first() {
         let mut days: Days<u64> = Days::with_budget(1000);
-        let key = |d: i64| (1, Arc::from("q"), d);
+        let key = |d: i64| (1, Arc::from("q"), d, d + 1);
+        let one = |d: u64| Some(Arc::new(vec![d]));
         // Each entry: 100 bytes of rows, the key's 1 and 64 of overhead.
         for d in 0..9 {
-            days.put(key(d), version(1), vec![d as u64], 100);
+            days.put(key(d), version(1), one(d as u64), 100);
         }
         assert!(days.bytes <= 1000);
         assert_eq!(days.entries.len(), 6);
         // The oldest went first; reading one keeps it.
-        assert_eq!(days.get(&key(2), version(1)), None);
-        assert_eq!(days.get(&key(3), version(1)), Some(vec![3]));
-        days.put(key(9), version(1), vec![9], 100);
-        assert_eq!(days.get(&key(3), version(1)), Some(vec![3]));
-        assert_eq!(days.get(&key(4), version(1)), None);
+        assert_eq!(kept(&mut days, &key(2), version(1)), None);
+        assert_eq!(kept(&mut days, &key(3), version(1)), rows(&[3]));
+        days.put(key(9), version(1), one(9), 100);
+        assert_eq!(kept(&mut days, &key(3), version(1)), rows(&[3]));
+        assert_eq!(kept(&mut days, &key(4), version(1)), None);
         // Rows too large for a quarter of the budget are not kept, nor what they replace.
-        days.put(key(3), version(2), vec![0; 10], 300);
-        assert_eq!(days.get(&key(3), version(2)), None);
-        assert_eq!(days.get(&key(3), version(1)), None);
+        days.put(key(3), version(2), Some(Arc::new(vec![0; 10])), 300);
+        assert_eq!(kept(&mut days, &key(3), version(2)), None);
+        assert_eq!(kept(&mut days, &key(3), version(1)), None);
         let sum: usize = days.entries.values().map(|e| e.bytes).sum();
         assert_eq!(days.bytes, sum);
     }

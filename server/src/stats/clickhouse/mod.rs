@@ -94,6 +94,8 @@ pub struct ClickHouseEngine {
     daily_retention_days: Option<u32>,
     /// Each day's top URLs, kept from query to query while the day's parts stay the same.
     top_days: Mutex<days::Days<query::OutRow>>,
+    /// Each day of time series read by query-time grouping, kept the same way.
+    series_days: Mutex<days::Days<query::SeriesRow>>,
 }
 
 impl Drop for ClickHouseEngine {
@@ -253,7 +255,8 @@ impl ClickHouseEngine {
             tables,
             last_slot: Mutex::new(0),
             daily_retention_days: None,
-            top_days: Mutex::default(),
+            top_days: Mutex::new(days::Days::with_budget(days::TOP_BUDGET)),
+            series_days: Mutex::new(days::Days::with_budget(days::SERIES_BUDGET)),
         };
         let count = engine.clients.len();
         for (position, (base, client)) in bases.into_iter().zip(engine.clients.clone()).enumerate() {

@@ -1,7 +1,7 @@
 //! Answering a query: the rollup both engines choose, read with SQL that gives the embedded engine's rows in
 //! its order (ties by when values were first seen, from the `dict` table); raw security events by time.
 
-use std::{fmt::Write as _, sync::Arc};
+use std::{cmp::Ordering, fmt::Write as _, sync::Arc};
 
 use edge_api::stats::{DELIVERY_METRICS, Family, Filter, Granularity, Query, TOPK_URL_PER_DAY};
 use serde::{Deserialize, de::DeserializeOwned};
@@ -13,7 +13,7 @@ use super::{
         rollups::{self, Conditions, DIMS, METRICS, Target, dim_id, is_int},
     },
     ClickHouseEngine, Failure,
-    days::{DailyQuery, DailyRow},
+    days::{DailyQuery, DailyRow, day_of},
     schema::{col, grouping},
     sql::{Sql, bind},
 };
@@ -28,12 +28,99 @@ pub(super) struct OutRow {
 
 impl DailyRow for OutRow {
     fn day(&self) -> i64 {
-        self.b
+        day_of(self.b)
     }
 
     fn bytes(&self) -> usize {
         48 + self.dims.iter().map(|d| d.len() + 24).sum::<usize>() + 8 * self.metrics.len()
     }
+}
+
+/// A row of a time series before it is sorted: with the order its values were first seen in (`f`).
+#[derive(Deserialize, clickhouse::Row)]
+pub(super) struct SeriesRow {
+    b: i64,
+    dims: Vec<String>,
+    metrics: Vec<u64>,
+    f: u64,
+}
+
+impl DailyRow for SeriesRow {
+    fn day(&self) -> i64 {
+        day_of(self.b)
+    }
+
+    fn bytes(&self) -> usize {
+        56 + self.dims.iter().map(|d| d.len() + 24).sum::<usize>() + 8 * self.metrics.len()
+    }
+}
+
+/// The most rows of a time series one query computes to keep (about 13 MB): a larger one is sorted and paged
+/// by ClickHouse instead.
+const SERIES_CAP: usize = 100_000;
+
+/// What rows of a rollup are ordered by.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    /// The bucket (`b`).
+    Bucket,
+    /// The query's `i`th metric (`x{i}`).
+    Metric(usize),
+    /// The `i`th stored dimension's value (numeric for integer dimensions).
+    Dim(usize),
+    /// Hits (`h`).
+    Hits,
+    /// When the group's first row was first seen (`f`).
+    First,
+    /// When the `i`th dimension's value was first seen (`o{i}`, from the `dict` table).
+    Dict(usize),
+}
+
+/// A key of an order: what, and whether descending.
+#[derive(Clone, Copy)]
+struct Key {
+    by: By,
+    descending: bool,
+}
+
+impl Key {
+    fn asc(by: By) -> Key {
+        Key { by, descending: false }
+    }
+
+    /// The key in SQL, over a query's columns.
+    fn sql(self, stored: &[&str], columns: &[String]) -> String {
+        let column = match self.by {
+            By::Bucket => "b".to_string(),
+            By::Metric(i) => format!("x{i}"),
+            By::Dim(i) => value_order(stored[i], &columns[i]),
+            By::Hits => "h".to_string(),
+            By::First => "f".to_string(),
+            By::Dict(i) => format!("o{i}"),
+        };
+        if self.descending { format!("{column} DESC") } else { column }
+    }
+}
+
+/// `a` against `b` in `order`, as ClickHouse sorts them: integers by value, text byte by byte, integer
+/// dimensions (held as text) by their number. Orders by hits or `dict` are not held by a series row: equal.
+fn series_order(a: &SeriesRow, b: &SeriesRow, order: &[Key], int_dims: &[bool]) -> Ordering {
+    let number = |v: Option<&String>| v.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+    for key in order {
+        let o = match key.by {
+            By::Bucket => a.b.cmp(&b.b),
+            By::Metric(i) => a.metrics.get(i).cmp(&b.metrics.get(i)),
+            By::Dim(i) if int_dims.get(i) == Some(&true) => number(a.dims.get(i)).cmp(&number(b.dims.get(i))),
+            By::Dim(i) => a.dims.get(i).cmp(&b.dims.get(i)),
+            By::First => a.f.cmp(&b.f),
+            By::Hits | By::Dict(_) => Ordering::Equal,
+        };
+        let o = if key.descending { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// A security event's place in time order: its time and sequence number.
@@ -129,9 +216,13 @@ fn cell(dim: &str, v: &str) -> Cell {
 }
 
 impl ClickHouseEngine {
-    fn fetch_rows(&self, customer: CustomerId, sql: Sql) -> Result<Vec<OutRow>, Failure> {
+    fn fetch_rows<R: clickhouse::RowOwned + clickhouse::RowRead + Send + 'static>(
+        &self,
+        customer: CustomerId,
+        sql: Sql,
+    ) -> Result<Vec<R>, Failure> {
         let query = bind(self.client(customer).query(&sql.text), sql.args);
-        self.block(async move { query.fetch_all::<OutRow>().await })
+        self.block(async move { query.fetch_all::<R>().await })
     }
 
     /// The rows of `sql` (ordered and limited) and how many there are without its `LIMIT`, in one query: a
@@ -167,6 +258,52 @@ impl ClickHouseEngine {
             None => count_of(count)?,
         };
         Ok((counted.data, total))
+    }
+}
+
+impl ClickHouseEngine {
+    /// A time series whose ties are by when its rows were first seen, from each day's rows kept from query to
+    /// query (see `days`), sorted and paged here, with how many there are; `None` when they are not kept (an
+    /// order by hits or by the `dict` table, too many days or rows).
+    fn series_kept(
+        &self,
+        customer: CustomerId,
+        (head, order, stored): (&Sql, &[Key], &[&str]),
+        table: &str,
+        q: &Query,
+        inner_of: &dyn Fn(i64, i64) -> Sql,
+    ) -> Result<Option<(Vec<OutRow>, u64)>, Failure> {
+        if order.iter().any(|k| matches!(k.by, By::Hits | By::Dict(_))) {
+            return Ok(None);
+        }
+        let series_of = |start: i64, end: i64| {
+            let mut sql = head.clone();
+            sql.push(", f FROM (").append(inner_of(start, end)).push(") LIMIT ").unsigned(SERIES_CAP as u64 + 1);
+            sql
+        };
+        let query =
+            DailyQuery { customer, table, reads_dict: false, key: Arc::from(series_of(0, 0).key()), cap: SERIES_CAP };
+        let compute = |start: i64, end: i64| self.fetch_rows::<SeriesRow>(customer, series_of(start, end));
+        let Some(days) = self.daily(&self.series_days, query, (q.start_ms, q.end_ms), compute)? else {
+            return Ok(None);
+        };
+        let int_dims: Vec<bool> = stored.iter().map(|d| is_int(d)).collect();
+        let by = |a: &&SeriesRow, b: &&SeriesRow| series_order(a, b, order, &int_dims);
+        let mut rows: Vec<&SeriesRow> = days.iter().flat_map(|d| d.iter()).collect();
+        let total = rows.len() as u64;
+        let start = usize::try_from(q.start).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(q.limit).unwrap_or(usize::MAX));
+        if end < rows.len() {
+            rows.select_nth_unstable_by(end, by);
+            rows.truncate(end);
+        }
+        rows.sort_unstable_by(by);
+        let page = rows
+            .into_iter()
+            .skip(start)
+            .map(|r| OutRow { b: r.b, dims: r.dims.clone(), metrics: r.metrics.clone() })
+            .collect();
+        Ok(Some((page, total)))
     }
 }
 
@@ -240,36 +377,35 @@ impl ClickHouseEngine {
             }
             current
         };
-        let mut tie = vec!["b".to_string()];
+        let mut tie = vec![Key::asc(By::Bucket)];
         if by_values {
-            tie.extend((0..dim_ids.len()).map(|i| format!("o{i}")));
+            tie.extend((0..dim_ids.len()).map(|i| Key::asc(By::Dict(i))));
         } else {
-            tie.push("f".into());
+            tie.push(Key::asc(By::First));
         }
 
-        let mut order: Vec<String> = Vec::new();
+        let mut order: Vec<Key> = Vec::new();
         let per_day = q.family == Family::TopKUrl;
         if per_day {
-            order.push("b".into());
-            order.push("h DESC".into());
+            order.push(Key::asc(By::Bucket));
+            order.push(Key { by: By::Hits, descending: true });
         } else {
             for s in q.sortby.iter().take(6) {
-                let dir = if s.descending { " DESC" } else { "" };
-                let key = if s.field == "starttime" || s.field == "endtime" {
-                    Some("b".to_string())
+                let by = if s.field == "starttime" || s.field == "endtime" {
+                    Some(By::Bucket)
                 } else if let Some(i) = q.metrics.iter().position(|m| *m == s.field) {
-                    Some(format!("x{i}"))
+                    Some(By::Metric(i))
                 } else {
                     // A dimension: the query's, else (as the embedded engine does) its first stored one.
-                    let d = stored.iter().find(|d| **d == s.field).or(stored.first());
-                    d.map(|d| value_order(d, &col(d)))
+                    (!stored.is_empty()).then(|| By::Dim(stored.iter().position(|d| *d == s.field).unwrap_or(0)))
                 };
-                if let Some(k) = key {
-                    order.push(format!("{k}{dir}"));
+                if let Some(by) = by {
+                    order.push(Key { by, descending: s.descending });
                 }
             }
         }
-        order.extend(tie.iter().cloned());
+        order.extend(tie.iter().copied());
+        let order_sql: Vec<String> = order.iter().map(|k| k.sql(&stored, &columns_of)).collect();
 
         let mut sql = Sql::default();
         sql.push("SELECT b, ");
@@ -285,7 +421,9 @@ impl ClickHouseEngine {
             let xs: Vec<String> = (0..metric_cols.len()).map(|i| format!("x{i}")).collect();
             sql.push("[").push(&xs.join(", ")).push("]");
         }
-        sql.push(" AS metrics FROM ");
+        sql.push(" AS metrics");
+        let head = sql.clone();
+        sql.push(" FROM ");
         let total;
         let rows = if per_day {
             // Sorting every row of a day by (hits, tie) is most of the time of the daily top URLs, so only the
@@ -293,10 +431,10 @@ impl ClickHouseEngine {
             // too large for arrays (`TOO_LARGE_ARRAY_SIZE`) sorts them all.
             let mut carried: Vec<String> = columns_of.clone();
             carried.extend((0..metric_cols.len()).map(|i| format!("x{i}")));
-            carried.extend(tie.iter().filter(|c| *c != "b").cloned());
+            carried.extend(tie.iter().filter(|k| k.by != By::Bucket).map(|k| k.sql(&stored, &columns_of)));
             let top_of = |from: Sql| {
                 let mut sql = sql.clone();
-                sql.append(from).push(" ORDER BY ").push(&order.join(", "));
+                sql.append(from).push(" ORDER BY ").push(&order_sql.join(", "));
                 let _ = write!(sql.text, " LIMIT {TOPK_URL_PER_DAY} BY b");
                 sql
             };
@@ -314,16 +452,23 @@ impl ClickHouseEngine {
                     table,
                     reads_dict: by_values,
                     key: Arc::from(top_of(top_rows(source_of(inner_of(0, 0)), &carried)).key()),
+                    cap: usize::MAX,
                 };
-                self.daily(&self.top_days, query, (q.start_ms, q.end_ms), compute)?
+                match self.daily(&self.top_days, query, (q.start_ms, q.end_ms), compute)? {
+                    Some(days) => days.iter().flat_map(|d| d.iter().cloned()).collect(),
+                    None => compute(q.start_ms, q.end_ms)?,
+                }
             } else {
                 compute(q.start_ms, q.end_ms)?
             };
             total = rows.len() as u64;
             rows
+        } else if let Some((rows, count)) = self.series_kept(customer, (&head, &order, &stored), table, q, &inner_of)? {
+            total = count;
+            rows
         } else {
             let inner = inner_of(q.start_ms, q.end_ms);
-            sql.append(source_of(inner.clone())).push(" ORDER BY ").push(&order.join(", "));
+            sql.append(source_of(inner.clone())).push(" ORDER BY ").push(&order_sql.join(", "));
             sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
             let mut count = Sql::default();
             count.push("SELECT count() FROM (").append(inner).push(")");
