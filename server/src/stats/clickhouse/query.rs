@@ -123,12 +123,40 @@ fn series_order(a: &SeriesRow, b: &SeriesRow, order: &[Key], int_dims: &[bool]) 
     Ordering::Equal
 }
 
-/// A security event's place in time order: its time and sequence number.
+/// How many security events a minute of a range holds (`m`: minutes from the range's start).
 #[derive(Deserialize, clickhouse::Row)]
-struct Place {
-    ts: i64,
-    seq: u64,
+struct Minute {
+    m: i64,
+    n: u64,
 }
+
+/// Where the first `wanted` events in time order (newest first if `descending`) lie, from how many each minute of
+/// the range starting at `start` holds: a bound on their times (` AND ts >= …` or ` AND ts < …`), `None` when
+/// all of them are wanted; and how many there are in all.
+fn time_bound(
+    mut minutes: Vec<Minute>,
+    start: i64,
+    wanted: u64,
+    descending: bool,
+) -> (Option<(&'static str, i64)>, u64) {
+    minutes.sort_unstable_by_key(|x| x.m);
+    if descending {
+        minutes.reverse();
+    }
+    let total = minutes.iter().map(|x| x.n).fold(0u64, u64::saturating_add);
+    let mut seen = 0u64;
+    let edge = minutes.iter().find(|x| {
+        seen = seen.saturating_add(x.n);
+        seen >= wanted
+    });
+    let bound = edge.map(|x| {
+        let from = start.saturating_add(x.m.saturating_mul(MINUTE_MS));
+        if descending { (" AND ts >= ", from) } else { (" AND ts < ", from.saturating_add(MINUTE_MS)) }
+    });
+    (bound, total)
+}
+
+const MINUTE_MS: i64 = 60_000;
 
 /// Whether an order of security events (`ts`, `seq`, each maybe `DESC`) is by time alone, and if so whether
 /// time and sequence number descend: the first of each decides.
@@ -534,20 +562,19 @@ impl ClickHouseEngine {
         }
         let mut count = Sql::default();
         count.push("SELECT count()").append(base.clone());
-        // In time order alone (newest or oldest first): the place of the page's last row is found first, over
-        // two numeric columns, so that only the rows up to it are read whole and sorted (ClickHouse 18.16 sorts
-        // every row of the range otherwise).
+        // In time order alone (newest or oldest first): how many events each minute holds is counted first (a
+        // grouping on one number, and the total), and the page read only from the minutes that hold it — so
+        // only those rows are read whole and sorted (ClickHouse 18.16 sorts every row of the range otherwise).
         let total = match time_order(&order) {
-            Some((ts_descending, seq_descending)) if q.limit > 0 => {
-                let mut last = Sql::default();
-                last.push("SELECT ts, seq").append(base.clone()).push(" ORDER BY ").push(&order.join(", "));
-                last.push(" LIMIT ").unsigned(q.start.saturating_add(q.limit - 1)).push(", 1");
-                let (last, total) = self.fetch_counted::<Place>(customer, (last, 1), count.clone())?;
-                if let Some(Place { ts, seq }) = last.into_iter().next() {
-                    let (before, up_to) =
-                        (if ts_descending { " > " } else { " < " }, if seq_descending { " >= " } else { " <= " });
-                    base.push(" AND (ts").push(before).int(ts).push(" OR (ts = ").int(ts);
-                    base.push(" AND seq").push(up_to).unsigned(seq).push("))");
+            Some((ts_descending, _)) if q.limit > 0 => {
+                let mut minutes = Sql::default();
+                minutes.push("SELECT toInt64(intDiv(ts - ").int(q.start_ms);
+                let _ = write!(minutes.text, ", {MINUTE_MS})) AS m, count() AS n");
+                minutes.append(base.clone()).push(" GROUP BY m");
+                let minutes = self.fetch_rows::<Minute>(customer, minutes)?;
+                let (bound, total) = time_bound(minutes, q.start_ms, q.start.saturating_add(q.limit), ts_descending);
+                if let Some((test, ms)) = bound {
+                    base.push(test).int(ms);
                 }
                 Some(total)
             }
@@ -564,6 +591,7 @@ impl ClickHouseEngine {
         sql.push(" ORDER BY ").push(&order.join(", "));
         sql.push(" LIMIT ").unsigned(q.start).push(", ").unsigned(q.limit);
         let (rows, total) = match total {
+            Some(total) if q.start >= total => (Vec::new(), total),
             Some(total) => (self.fetch_rows(customer, sql)?, total),
             None => self.fetch_counted::<OutRow>(customer, (sql, q.limit), count)?,
         };
@@ -590,7 +618,31 @@ impl ClickHouseEngine {
 
 #[cfg(test)]
 mod tests {
-    use super::{super::Failure, time_order, too_large_array};
+    use super::{super::Failure, Minute, time_bound, time_order, too_large_array};
+
+    #[test]
+    fn the_minutes_holding_a_page_of_events_bound_their_times() {
+        let start = 1_000_000;
+        let minutes = |counts: &[(i64, u64)]| counts.iter().map(|&(m, n)| Minute { m, n }).collect::<Vec<_>>();
+        let held = minutes(&[(2, 5), (0, 5), (1, 5)]);
+        // Newest first: minutes 2 and 1 hold the first 7.
+        assert_eq!(
+            time_bound(minutes(&[(2, 5), (0, 5), (1, 5)]), start, 7, true),
+            (Some((" AND ts >= ", start + 60_000)), 15)
+        );
+        // Oldest first: minutes 0 and 1.
+        assert_eq!(time_bound(held, start, 7, false), (Some((" AND ts < ", start + 120_000)), 15));
+        // Exactly all of them, from the last minute; more than there are: no bound.
+        assert_eq!(time_bound(minutes(&[(0, 5), (1, 5), (2, 5)]), start, 15, true), (Some((" AND ts >= ", start)), 15));
+        assert_eq!(time_bound(minutes(&[(0, 5), (1, 5), (2, 5)]), start, 16, true), (None, 15));
+        assert_eq!(time_bound(minutes(&[(0, 5)]), start, u64::MAX, false), (None, 5));
+        assert_eq!(time_bound(Vec::new(), start, 10, true), (None, 0));
+        // One minute of many events: the page lies in it.
+        assert_eq!(
+            time_bound(minutes(&[(0, 1), (7, 1_000_000)]), start, 10, true),
+            (Some((" AND ts >= ", start + 420_000)), 1_000_001)
+        );
+    }
 
     #[test]
     fn an_array_too_large_is_told_from_other_failures() {
