@@ -66,10 +66,11 @@ impl<R> Days<R> {
         Days { entries: HashMap::new(), bytes: 0, budget, tick: 0 }
     }
 
-    /// The rows kept for `key` if they were computed from `version`.
+    /// The rows kept for `key` if they were computed from `version`; or that they are too many, whatever the
+    /// version: inserts only add groups to a day, and too many only sends the query to ClickHouse's own sort.
     pub(super) fn get(&mut self, key: &Key, version: Version) -> Option<Kept<R>> {
         self.tick += 1;
-        let entry = self.entries.get_mut(key).filter(|e| e.version == version)?;
+        let entry = self.entries.get_mut(key).filter(|e| e.version == version || e.rows.is_none())?;
         entry.used = self.tick;
         Some(entry.rows.clone())
     }
@@ -176,7 +177,7 @@ impl ClickHouseEngine {
     /// The rows of `[start, end)`, a day at a time in day order: each day's kept rows if its parts are unchanged,
     /// the others computed by `compute` (of a range, its rows in day order) in one query. `None` when they are
     /// not kept: more than [`MAX_DAYS`] days, or a computation of more than the query's `cap` rows (remembered
-    /// for those days while their parts stay the same).
+    /// for those days until pushed out).
     pub(super) fn daily<R: DailyRow>(
         &self,
         cache: &std::sync::Mutex<Days<R>>,
@@ -288,9 +289,10 @@ mod tests {
         assert_eq!(kept(&mut days, &key, version(8)), rows(&[4]));
         assert_eq!(kept(&mut days, &key, version(7)), None);
         assert_eq!(days.entries.len(), 1);
-        // Too many rows to keep is kept too, so that the next query does not try again.
+        // Too many rows to keep is kept too, so that the next queries do not try again, even after inserts.
         days.put(key.clone(), version(9), None, 0);
         assert_eq!(kept(&mut days, &key, version(9)), Some(None));
+        assert_eq!(kept(&mut days, &key, version(10)), Some(None));
     }
 
     #[test]
