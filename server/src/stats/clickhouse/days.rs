@@ -67,7 +67,8 @@ impl<R> Days<R> {
     }
 
     /// The rows kept for `key` if they were computed from `version`; or that they are too many, whatever the
-    /// version: inserts only add groups to a day, and too many only sends the query to ClickHouse's own sort.
+    /// version: inserts only add rows to a day, and the mark only sends queries to ClickHouse's own sort (it
+    /// marks every day of a computation that was too large, a day of few rows among them too).
     pub(super) fn get(&mut self, key: &Key, version: Version) -> Option<Kept<R>> {
         self.tick += 1;
         let entry = self.entries.get_mut(key).filter(|e| e.version == version || e.rows.is_none())?;
@@ -175,9 +176,9 @@ impl ClickHouseEngine {
     }
 
     /// The rows of `[start, end)`, a day at a time in day order: each day's kept rows if its parts are unchanged,
-    /// the others computed by `compute` (of a range, its rows in day order) in one query. `None` when they are
-    /// not kept: more than [`MAX_DAYS`] days, or a computation of more than the query's `cap` rows (remembered
-    /// for those days until pushed out).
+    /// the others computed by `compute` (of a range; each day's rows in the order they are to be kept) in one
+    /// query. `None` when they are not kept: more than [`MAX_DAYS`] days, or a computation of more than the
+    /// query's `cap` rows (remembered for every day of that computation until pushed out).
     pub(super) fn daily<R: DailyRow>(
         &self,
         cache: &std::sync::Mutex<Days<R>>,
