@@ -148,8 +148,12 @@ impl AppState {
             Some(url) => {
                 let (url, clock) = (ClickHouseUrl::parse(url)?, clock.clone());
                 let days = settings.stats_limits.daily_retention_days;
-                let engine = tokio::task::spawn_blocking(move || ClickHouseEngine::open(&url, clock)).await??;
-                Arc::new(engine.with_daily_retention(days))
+                let spool = settings.data_dir.join("stats").join("spool");
+                let engine = tokio::task::spawn_blocking(move || {
+                    ClickHouseEngine::open(&url, clock)?.with_daily_retention(days).with_spool(&spool)
+                })
+                .await??;
+                Arc::new(engine)
             }
             None => {
                 let (dir, clock, limits) = (settings.data_dir.clone(), clock.clone(), settings.stats_limits);

@@ -185,6 +185,20 @@ impl Server {
         }
     }
 
+    /// Posts an ingestion body without a key: status (0 when the connection broke without an answer) and body.
+    fn ingest(&self, kind: &str, body: &str) -> (u16, Value) {
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(120)).build();
+        let reply = agent
+            .post(&format!("{}/acme/v1/ingest/{kind}", self.base))
+            .set("Cookie", &self.cookie)
+            .set("Content-Type", "application/x-ndjson")
+            .send_string(body);
+        match reply {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => (r.status(), r.into_json().unwrap_or(Value::Null)),
+            Err(_) => (0, Value::Null),
+        }
+    }
+
     /// For every delivery grouping set at every granularity, over the last three days: the sum of hits of its
     /// rows (each must equal the hits ingested, once).
     fn delivery_totals(&self) -> Vec<(String, u64)> {
@@ -682,4 +696,74 @@ fn clickhouse_killed_mid_insert_then_the_retry_with_the_same_key_stores_the_chun
         took.as_secs_f64(),
         outcomes.join("\n  ")
     );
+}
+
+/// ClickHouse: records sent without a key are acknowledged once in the server's spool on disk, and nothing
+/// acknowledged is lost or stored twice: a chunk acknowledged while ClickHouse is gone, then the server
+/// SIGKILLed, is written when both are back; a chunk acknowledged and the server SIGKILLed at once is there once
+/// after the restart; ClickHouse SIGKILLed while a segment of the spool is being written (once its raw part is
+/// written, the rollups' parts maybe not), the server writes the rest of it, once, when ClickHouse is back.
+#[test]
+fn clickhouse_records_in_the_spool_survive_a_server_kill_and_an_insert_cut_off_and_are_stored_once() {
+    let mut clickhouse = edge_cluster::ClickHouse::start().expect("a throwaway clickhouse-server");
+    let port = clickhouse.http_port;
+    let database = "edge_spool";
+    let url = clickhouse.url(database);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    add_customer(&data, &[]);
+    let args = ["--stats-url", url.as_str(), "--max-body-bytes", "104857600"];
+    let mut server = Server::start(&data, &args);
+    let raw_rows = || clickhouse_count(port, &format!("SELECT count() FROM {database}.access"));
+    let spooled = || std::fs::read_dir(data.join("stats/spool")).map_or(0, |d| d.count());
+
+    // Acknowledged while ClickHouse is gone; the server killed; both back.
+    clickhouse.stop();
+    let (body, mut hits) = access_chunk(200, 12_000);
+    let first = server.ingest("accesslogs", &body);
+    assert_eq!((first.0, first.1["accepted"].as_u64()), (200, Some(12_000)), "{:?}", first.1);
+    server.kill();
+    assert!(spooled() > 0, "the chunk waits in the spool");
+    clickhouse.restart().expect("ClickHouse again");
+    let mut server = Server::start(&data, &args);
+    assert_totals(&server, hits, "acknowledged without ClickHouse, then SIGKILL");
+    let mut records = 12_000;
+    assert_eq!(raw_rows(), records, "every record once");
+
+    // Acknowledged, and the server killed at once.
+    let (body, chunk_hits) = access_chunk(201, 12_000);
+    let answer = server.ingest("accesslogs", &body);
+    assert_eq!((answer.0, answer.1["accepted"].as_u64()), (200, Some(12_000)), "{:?}", answer.1);
+    server.kill();
+    let mut server = Server::start(&data, &args);
+    (hits, records) = (hits + chunk_hits, records + 12_000);
+    assert_totals(&server, hits, "acknowledged, then SIGKILL at once");
+    assert_eq!(raw_rows(), records, "every record once");
+
+    // ClickHouse killed once the segment's raw part is written.
+    let raw_parts = || {
+        clickhouse_count(
+            port,
+            &format!("SELECT count() FROM system.parts WHERE database = '{database}' AND table = 'access' AND active"),
+        )
+    };
+    let before = raw_parts();
+    let (body, chunk_hits) = access_chunk(202, 50_000);
+    let answer = server.ingest("accesslogs", &body);
+    assert_eq!((answer.0, answer.1["accepted"].as_u64()), (200, Some(50_000)), "{:?}", answer.1);
+    let seen = time_until(Duration::from_secs(60), || raw_parts() > before);
+    clickhouse.stop();
+    let landed = spooled();
+    clickhouse.restart().expect("ClickHouse again");
+    let landed_raw = raw_rows() - records;
+    (hits, records) = (hits + chunk_hits, records + 50_000);
+    assert_totals(&server, hits, "ClickHouse SIGKILLed while the spool was written");
+    assert_eq!(raw_rows(), records, "every record once");
+    eprintln!(
+        "ClickHouse SIGKILLed while a spool segment of 50,000 records was written (raw part seen: {}): it had \
+         left {landed_raw} raw rows ({landed} segment files in the spool); then every record once",
+        seen.is_some()
+    );
+    server.kill();
+    drop(server);
 }

@@ -289,8 +289,9 @@ async fn two_clickhouse_shards_answer_byte_for_byte_like_the_embedded_engine() {
 }
 
 /// Concurrent requests are written together: 40 requests of 50 access-log records each (one day's), sent at
-/// once, make a few parts in the raw table — one per group of requests written together — instead of 40; each
-/// request is answered once its group is stored, and every record is stored once.
+/// once, make a few parts in the raw table — one per segment of the spool written — instead of 40; each request
+/// is answered once its batch is in the spool, a query once they are all in ClickHouse, and every record is
+/// stored once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_are_written_in_a_few_large_parts() {
     let server = clickhouse_server();
@@ -333,6 +334,11 @@ async fn concurrent_requests_are_written_in_a_few_large_parts() {
     for a in &answers {
         assert_eq!((a.status, &a.body["accepted"]), (StatusCode::OK, &json!(50)), "{}", a.body);
     }
+    // A query answers what was acknowledged: the spool's records are written first.
+    let uri =
+        "/acme/v1/stats/data?starttime=2025-12-30T00:00:00&endtime=2026-01-01T00:00:00&granularity=day&metrics=hits";
+    let reply = app.send(req(Method::GET, uri).basic("alice", PASSWORD).done()).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     let parts: u64 = clickhouse_sql(
         &server,
         database,
@@ -429,10 +435,11 @@ async fn differential(url: String) -> [i64; 2] {
     ids
 }
 
-/// With ClickHouse gone, statistics answer 503 with the JSON error body (ingestion stores nothing); once it is
-/// back, the same server answers again without a restart.
+/// With ClickHouse gone, statistics answer 503 with the JSON error body, ingestion with a key too (it stores
+/// nothing), and ingestion without one is accepted into the spool; once ClickHouse is back, the same server
+/// answers again without a restart, counting what it accepted meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lost_clickhouse_answers_503_and_recovers_by_itself() {
+async fn a_lost_clickhouse_answers_503_keeps_what_it_accepts_and_recovers_by_itself() {
     let mut server = clickhouse_server();
     let url = server.url("edge_recovery");
     let app = TestApp::with(|s| s.stats_url = Some(url.clone())).await;
@@ -448,12 +455,26 @@ async fn a_lost_clickhouse_answers_503_and_recovers_by_itself() {
     let reply = app.send(req(Method::GET, uri).basic("alice", PASSWORD).done()).await;
     assert_error(&reply, StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
     assert!(reply.headers.contains_key("retry-after"));
-    let reply = ingest(&app, "acme", "alice", "accesslogs", &lines).await;
-    assert_error(&reply, StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
+    // Records without a key are kept in the spool meanwhile; a batch with a key waits for ClickHouse (so that a
+    // retry on any replica finds it) and is refused.
+    assert_eq!(ingest(&app, "acme", "alice", "accesslogs", &lines).await.body["accepted"], 20);
+    let body = lines.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    let keyed = req(Method::POST, "/acme/v1/ingest/accesslogs")
+        .basic("alice", PASSWORD)
+        .header("idempotency-key", "while-gone")
+        .raw("application/x-ndjson", body)
+        .done();
+    assert_error(&app.send(keyed).await, StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
 
     server.restart().expect("clickhouse-server ready after a restart");
+    // Back, the records accepted while it was gone count: every day's hits twice what they were.
     let after = app.send(req(Method::GET, uri).basic("alice", PASSWORD).done()).await;
-    assert_eq!((after.status, &after.body), (StatusCode::OK, &before.body));
+    assert_eq!(after.status, StatusCode::OK, "{}", after.body);
+    let hits = |body: &Value| -> Vec<u64> {
+        body["rows"].as_array().into_iter().flatten().map(|r| r["hits"].as_u64().unwrap_or(0)).collect()
+    };
+    assert!(!hits(&before.body).is_empty(), "{}", before.body);
+    assert_eq!(hits(&after.body), hits(&before.body).iter().map(|h| 2 * h).collect::<Vec<_>>(), "{}", after.body);
 }
 
 /// Replicas starting together on a database whose versions are in a TinyLog table (made before it was a
@@ -569,6 +590,8 @@ async fn retention_drops_expired_day_partitions_and_keeps_the_daily_answers() {
         assert_eq!(ingest(app, "acme", "alice", "accesslogs", &access).await.body["accepted"], 200);
         assert_eq!(ingest(app, "acme", "alice", "securityevents", &security).await.body["accepted"], 100);
     }
+    // What the spool holds written to ClickHouse first (the footprint counts what ClickHouse stores).
+    clickhouse.state.stats.checkpoint().expect("the spool written");
     let before = clickhouse.state.stats.footprint();
     assert!(before.event_rows == 100 && before.rollup_rows > 0, "{before:?}");
     for app in [&embedded, &clickhouse] {

@@ -1,196 +1,29 @@
-//! Storing a batch: its dictionary rows, its records (RowBinary) into the raw table, and its rows of every
-//! rollup, summed here as the embedded engine sums them (the same plan: each grouping set from the records
-//! or from a summed parent) and inserted into each rollup table as aggregate states. Summing the batch here
-//! costs the server a few microseconds a record; ClickHouse then writes a few rollup rows a record instead
-//! of expanding every record into one row a grouping set (~145) and grouping those by their text. With an
-//! `Idempotency-Key`, an earlier attempt's parts are looked for first and only what they lack written.
+//! Storing a request's batch: in time order, each record numbered in the sequence (when its batch arrived,
+//! then its place in the batch). A batch sent without a key goes to the spool ([`super::spool`]) and is
+//! answered once there; one sent with a key (or any batch of a server without a spool) is summed into its rows
+//! ([`super::rows`]) and answered once they are stored in ClickHouse, with the batches of concurrent requests
+//! ([`super::group`]). With an `Idempotency-Key`, an earlier attempt's parts are looked for first and only what
+//! they lack written.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{
-    super::{
-        AccessBatch, IngestError, Keyed, SecurityBatch, Stored, dim_id,
-        ingest::{Column, SECURITY_DIMS},
-        memory::{
-            self,
-            aggregate::{Input, Plan},
-        },
-    },
+    super::{AccessBatch, IngestError, Keyed, SecurityBatch, Stored},
     ClickHouseEngine, Failure,
     group::{Coming, Lane, Rows},
-    order,
-    schema::{MARKER, Source, grouping, put_str},
+    rows::{Marker, Origin},
+    schema::Source,
     shard_of,
-    sql::{insert_dict, one_block},
+    spool::{Body, Spooled},
 };
 use crate::store::CustomerId;
-
-/// Summing tables kept for the next batches (each as large as the largest batch it summed).
-const KEPT_WORK: usize = 2;
 
 /// Records of one batch share a millisecond of the sequence; a larger batch takes several.
 const SEQ_BITS: u32 = 20;
 /// 2020-01-01T00:00:00Z: sequence numbers count milliseconds from here.
 const SEQ_EPOCH_MS: u64 = 1_577_836_800_000;
 
-/// A value's hash (SipHash-1-3, fixed keys).
-fn value_hash(v: &str) -> u64 {
-    use std::hash::Hasher as _;
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6564_6765_2d63_6f6e, 0x736f_6c65_2d6b_6579);
-    h.write(v.as_bytes());
-    h.finish()
-}
-
-/// A bijective 64-bit mixer (murmur3's finalizer).
-fn mix(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
-/// The smallest record index of each value of a column.
-fn firsts(c: &Column) -> Vec<u32> {
-    let mut first = vec![u32::MAX; c.values.len()];
-    for (i, id) in c.ids.iter().enumerate() {
-        let slot = &mut first[*id as usize];
-        if *slot == u32::MAX {
-            *slot = i as u32;
-        }
-    }
-    first
-}
-
 impl ClickHouseEngine {
-    /// Each rollup table's rows (RowBinary, by table index) of a batch summed by `plan`: bucket, the key's
-    /// hash, the dimensions' values (`value(batch column, batch id)`; empty for the table's other dimensions),
-    /// the sums and the first record's sequence number, as aggregate states; in the table's order (grouping
-    /// set, bucket, hash, values: see [`order`]). The hash is 32 bits of the values of the table's dimension
-    /// columns in turn (each value's SipHash-1-3, chained by a bijective mixer), computed once a value. A batch
-    /// with an id (sent with a key) adds a marker row to each table for each day it has rows of there (see
-    /// [`MARKER`]).
-    #[allow(clippy::too_many_arguments)]
-    fn rollup_rows<'v>(
-        &self,
-        customer: CustomerId,
-        seq: u64,
-        batch: u64,
-        plan: &Plan,
-        input: &Input,
-        value: impl Fn(usize, u32) -> &'v str,
-    ) -> Vec<Vec<u8>> {
-        // Each table's rows of each grouping set it holds.
-        let mut sets: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); self.rollup_tables.len()];
-        let mut days: Vec<Vec<u16>> = vec![Vec::new(); self.rollup_tables.len()];
-        // Each batch column's values' hashes, by batch id (computed once a column, when first summed).
-        let mut hashes: Vec<Vec<u64>> = vec![Vec::new(); input.card.len()];
-        let empty = value_hash("");
-        let mut work = self.work.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
-        plan.sum_each(&mut work, input, |summed| {
-            let t = self.table_of[summed.spec];
-            let (table, spec) = (&self.rollup_tables[t], &self.specs[summed.spec]);
-            debug_assert_eq!(table.metrics.len(), summed.metrics.len());
-            let mask = grouping(spec);
-            // Each column of the table: the rollup's dimension it holds, if any.
-            let place: Vec<Option<usize>> = table.dims.iter().map(|d| spec.dims.iter().position(|x| x == d)).collect();
-            for (column, _) in &summed.cols {
-                if hashes[*column].is_empty() {
-                    hashes[*column] =
-                        (0..input.card[*column] as u32).map(|id| value_hash(value(*column, id))).collect();
-                }
-            }
-            let keys: Vec<(i64, u32)> = (0..summed.buckets.len())
-                .map(|r| {
-                    let mut h = 0x243f_6a88_85a3_08d3u64;
-                    for p in &place {
-                        let v = match p {
-                            Some(k) => {
-                                let (column, ids) = summed.cols[*k];
-                                hashes[column][ids[r] as usize]
-                            }
-                            None => empty,
-                        };
-                        h = mix(h ^ v);
-                    }
-                    (summed.buckets[r], (h >> 32) as u32)
-                })
-                .collect();
-            // The values of the table's columns this rollup holds, in turn: where two keys share a hash.
-            let held: Vec<(usize, &[u32])> = place.iter().flatten().map(|k| summed.cols[*k]).collect();
-            let mut rows: Vec<u32> = (0..summed.buckets.len() as u32).collect();
-            rows.sort_unstable_by(|a, b| {
-                let (a, b) = (*a as usize, *b as usize);
-                keys[a].cmp(&keys[b]).then_with(|| {
-                    held.iter()
-                        .map(|(column, ids)| value(*column, ids[a]).cmp(value(*column, ids[b])))
-                        .find(|o| o.is_ne())
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                })
-            });
-            let (days, mut buf) = (&mut days[t], Vec::new());
-            for r in rows {
-                let (r, bucket) = (r as usize, summed.buckets[r as usize]);
-                let day = bucket.div_euclid(86_400_000).clamp(0, i64::from(u16::MAX)) as u16;
-                if batch != 0 && days.last() != Some(&day) {
-                    days.push(day);
-                }
-                buf.extend_from_slice(&customer.to_le_bytes());
-                buf.extend_from_slice(&day.to_le_bytes());
-                buf.extend_from_slice(&mask.to_le_bytes());
-                buf.extend_from_slice(&bucket.to_le_bytes());
-                buf.extend_from_slice(&keys[r].1.to_le_bytes());
-                for p in &place {
-                    match p {
-                        Some(k) => {
-                            let (column, ids) = summed.cols[*k];
-                            put_str(&mut buf, value(column, ids[r]));
-                        }
-                        None => buf.push(0),
-                    }
-                }
-                for m in summed.metrics {
-                    buf.extend_from_slice(&summed.sums[r * summed.width + m].to_le_bytes());
-                }
-                buf.push(1);
-                buf.extend_from_slice(&(seq + u64::from(summed.firsts[r])).to_le_bytes());
-            }
-            sets[t].push((mask, buf));
-        });
-        let mut kept = self.work.lock().unwrap_or_else(|e| e.into_inner());
-        // Tables of as many requests as ran at once are not all kept: a burst would hold on to their memory.
-        if kept.len() < KEPT_WORK {
-            kept.push(work);
-        }
-        drop(kept);
-        let mut out: Vec<Vec<u8>> = sets
-            .into_iter()
-            .map(|mut sets| {
-                sets.sort_unstable_by_key(|(mask, _)| *mask);
-                sets.into_iter().map(|(_, rows)| rows).collect::<Vec<_>>().concat()
-            })
-            .collect();
-        // Marker rows last: their grouping is the largest.
-        for ((buf, days), table) in out.iter_mut().zip(&mut days).zip(&self.rollup_tables) {
-            days.sort_unstable();
-            days.dedup();
-            for day in days.iter() {
-                buf.extend_from_slice(&customer.to_le_bytes());
-                buf.extend_from_slice(&day.to_le_bytes());
-                buf.extend_from_slice(&MARKER.to_le_bytes());
-                buf.extend_from_slice(&(batch as i64).to_le_bytes());
-                buf.extend_from_slice(&[0; 4]);
-                buf.extend(std::iter::repeat_n(0, table.dims.len()));
-                for _ in table.metrics {
-                    buf.extend_from_slice(&0u64.to_le_bytes());
-                }
-                buf.push(1);
-                buf.extend_from_slice(&seq.to_le_bytes());
-            }
-        }
-        out
-    }
-
     /// The first sequence number of a batch of `n` records.
     fn sequence(&self, n: usize) -> u64 {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
@@ -201,24 +34,9 @@ impl ClickHouseEngine {
         slot << SEQ_BITS
     }
 
-    /// Dictionary rows of a batch: for each (dimension id, column), each value with the sequence number of the
-    /// first record that carries it.
-    fn dict_rows(customer: CustomerId, seq: u64, columns: &[(usize, &Column)]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for (dim, column) in columns {
-            for (v, first) in column.values.iter().zip(firsts(column)) {
-                out.extend_from_slice(&customer.to_le_bytes());
-                out.push(*dim as u8);
-                put_str(&mut out, v);
-                out.extend_from_slice(&(seq + u64::from(first)).to_le_bytes());
-            }
-        }
-        out
-    }
-
     /// The lane of a customer's batches of `source` ([`super::group`]).
     fn lane(&self, customer: CustomerId, source: Source) -> &Lane {
-        &self.lanes[shard_of(customer, self.clients.len())][source as usize]
+        &self.lanes[shard_of(customer, self.writer.clients.len())][source as usize]
     }
 
     /// Stores a batch's rows (of `records` records) with those of concurrent requests to the same shard
@@ -233,25 +51,9 @@ impl ClickHouseEngine {
         rows: Rows,
         records: usize,
     ) -> Result<(), Failure> {
-        let client = &self.clients[shard_of(customer, self.clients.len())];
+        let shard = shard_of(customer, self.writer.clients.len());
         self.lane(customer, source).insert(coming, rows, records, |group| {
-            let client = client.clone();
-            // A batch's rows come in order (rollup rows each key once); several batches' are put in order together.
-            let several = group.batches > 1;
-            let raw = if several { order::raw_rows(group.rows.raw, source.layout()) } else { group.rows.raw };
-            let mut inserts =
-                vec![(format!("INSERT INTO {} ({}) FORMAT RowBinary", source.raw(), source.columns().join(", ")), raw)];
-            for (table, rows) in self.rollup_tables.iter().zip(group.rows.rollups) {
-                if !rows.is_empty() {
-                    let rows = if several { order::rollup_rows(rows, table.layout()) } else { rows };
-                    inserts.push((format!("INSERT INTO {} ({}) FORMAT RowBinary", table.name, table.columns()), rows));
-                }
-            }
-            let dict = group.rows.dict;
-            self.block_failure(async move {
-                insert_dict(&client, dict).await?;
-                write_all(&client, inserts).await
-            })
+            self.writer.write_group(shard, source, group.rows, group.batches > 1)
         })
     }
 
@@ -299,7 +101,7 @@ impl ClickHouseEngine {
             }
             Ok(begun > 0)
         })?;
-        let landed = if begun { self.landed(customer, source, batch, ts_range)? } else { Vec::new() };
+        let landed = if begun { self.writer.landed(customer, source, batch, ts_range)? } else { Vec::new() };
         if landed.is_empty() {
             self.insert(coming, customer, source, rows, records)?;
         } else {
@@ -310,7 +112,7 @@ impl ClickHouseEngine {
                 parts = landed.len(),
                 "statistics: a batch's earlier attempt left parts in ClickHouse; writing the rest"
             );
-            self.repair(customer, source, batch, rows, &landed)?;
+            self.writer.repair(customer, source, batch, rows, &landed)?;
         }
         let client = self.client(customer);
         let (endpoint, key_text, hash) = (key.endpoint.code(), key.key.clone(), hex::encode(key.body_hash));
@@ -331,27 +133,6 @@ impl ClickHouseEngine {
                 .await
         })
     }
-}
-
-/// Runs inserts (statement, RowBinary rows) at once; the first failure is the answer, once all have ended.
-pub(super) async fn write_all(client: &clickhouse::Client, inserts: Vec<(String, Vec<u8>)>) -> Result<(), Failure> {
-    let mut running = tokio::task::JoinSet::new();
-    for (sql, rows) in inserts {
-        let client = client.clone();
-        running.spawn(async move {
-            let mut insert = one_block(client.insert_formatted_with(sql));
-            insert.send(rows.into()).await?;
-            insert.end().await
-        });
-    }
-    let mut outcome = Ok(());
-    while let Some(done) = running.join_next().await {
-        let done = done.map_err(|e| Failure::Internal(anyhow::anyhow!("a statistics insert stopped: {e}")));
-        if let (Err(e), true) = (done.and_then(|r| r.map_err(Failure::from)), outcome.is_ok()) {
-            outcome = Err(e);
-        }
-    }
-    outcome
 }
 
 /// The id of a batch sent with a key, the same for every attempt of it: from the customer, the endpoint, the
@@ -378,46 +159,16 @@ impl ClickHouseEngine {
         batch: &AccessBatch,
         key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        let n = batch.len();
-        if n == 0 {
+        if batch.is_empty() {
             return Ok(Stored::default());
         }
         let coming = self.lane(customer, Source::Access).coming();
         // In time order, as the embedded engine takes it: the records' places are when values were first seen.
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
-        let seq = self.sequence(n);
-        let id = key.map_or(0, |k| batch_id(customer, k));
-        let allow = Column { values: vec!["ALLOW".into()], ids: vec![0] };
-        let mut columns: Vec<(usize, &Column)> = batch.dims.iter().enumerate().collect();
-        columns.push((dim_id("client_country_code").unwrap_or(0), &batch.dims[4]));
-        columns.push((dim_id("waf_action").unwrap_or(0), &allow));
-        let dict = Self::dict_rows(customer, seq, &columns);
-        let mut raw = Vec::with_capacity(n * 168);
-        for i in 0..n {
-            raw.extend_from_slice(&customer.to_le_bytes());
-            raw.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
-            raw.extend_from_slice(&(seq + i as u64).to_le_bytes());
-            for c in &batch.dims {
-                put_str(&mut raw, c.value(i));
-            }
-            for m in &batch.metrics {
-                raw.extend_from_slice(&m[i].to_le_bytes());
-            }
-            raw.extend_from_slice(&id.to_le_bytes());
-        }
-        let zeros = vec![0u32; n];
-        let metrics: Vec<&[u64]> = batch.metrics.iter().map(Vec::as_slice).collect();
-        let input = memory::access_input(batch, &zeros, &metrics, &[]);
-        let value = |c: usize, id: u32| memory::access_value(batch, c, id);
-        let rollups = self.rollup_rows(customer, seq, id, &self.access_plan, &input, value);
-        let rows = Rows { dict, raw, rollups };
-        let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
-        match key {
-            None => self.insert(coming, customer, Source::Access, rows, n)?,
-            Some(key) => self.store_keyed(coming, customer, Source::Access, key, id, range, (rows, n))?,
-        }
-        Ok(Stored::default())
+        self.store(coming, customer, key, Body::Access(batch), &batch.ts_ms, |origin| {
+            self.writer.access_rows(customer, batch, origin)
+        })
     }
 
     pub(super) fn store_security(
@@ -426,37 +177,48 @@ impl ClickHouseEngine {
         batch: &SecurityBatch,
         key: Option<&Keyed>,
     ) -> Result<Stored, IngestError> {
-        let n = batch.len();
-        if n == 0 {
+        if batch.is_empty() {
             return Ok(Stored::default());
         }
         let coming = self.lane(customer, Source::Security).coming();
         let sorted = batch.by_time();
         let batch = sorted.as_ref().unwrap_or(batch);
-        let seq = self.sequence(n);
-        let id = key.map_or(0, |k| batch_id(customer, k));
-        let columns: Vec<(usize, &Column)> =
-            batch.dims.iter().enumerate().map(|(i, c)| (dim_id(SECURITY_DIMS[i]).unwrap_or(0), c)).collect();
-        let dict = Self::dict_rows(customer, seq, &columns);
-        let mut raw = Vec::with_capacity(n * 128);
-        for i in 0..n {
-            raw.extend_from_slice(&customer.to_le_bytes());
-            raw.extend_from_slice(&batch.ts_ms[i].to_le_bytes());
-            raw.extend_from_slice(&(seq + i as u64).to_le_bytes());
-            for c in &batch.dims {
-                put_str(&mut raw, c.value(i));
-            }
-            raw.extend_from_slice(&id.to_le_bytes());
+        self.store(coming, customer, key, Body::Security(batch), &batch.ts_ms, |origin| {
+            self.writer.security_rows(customer, batch, origin)
+        })
+    }
+
+    /// Stores a batch (in time order, its records at `ts`): into the spool, or its rows (`rows`) into ClickHouse.
+    fn store(
+        &self,
+        coming: Coming<'_>,
+        customer: CustomerId,
+        key: Option<&Keyed>,
+        body: Body<'_>,
+        ts: &[i64],
+        rows: impl FnOnce(&Origin) -> Rows,
+    ) -> Result<Stored, IngestError> {
+        let (n, source) = (ts.len(), body.source());
+        let (seq, range) = (self.sequence(n), (ts[0], ts[n - 1]));
+        let id = match key {
+            Some(key) => batch_id(customer, key),
+            // Through the spool, whose retries look for what an attempt left as for a batch with a key.
+            None if self.spool.is_some() => (rand::random::<u64>() >> 1) | 1,
+            None => 0,
+        };
+        if let (None, Some(spool)) = (key, &self.spool) {
+            drop(coming);
+            let shard = shard_of(customer, self.writer.clients.len());
+            spool.lane(shard, source).append(&Spooled { customer, id, seq, range, body })?;
+            return Ok(Stored::default());
         }
-        let kinds = memory::security_kinds(batch);
-        let input = memory::security_input(batch, &kinds, &[]);
-        let value = |c: usize, id: u32| batch.dims[c].values[id as usize].as_str();
-        let rollups = self.rollup_rows(customer, seq, id, &self.security_plan, &input, value);
-        let rows = Rows { dict, raw, rollups };
-        let range = (batch.ts_ms[0], batch.ts_ms[n - 1]);
+        let seqs: Vec<u64> = (seq..seq + n as u64).collect();
+        let ids = vec![id; n];
+        let markers = if id == 0 { Vec::new() } else { vec![Marker::of(id, seq, ts)] };
+        let rows = rows(&Origin { seqs: &seqs, ids: &ids, markers: &markers });
         match key {
-            None => self.insert(coming, customer, Source::Security, rows, n)?,
-            Some(key) => self.store_keyed(coming, customer, Source::Security, key, id, range, (rows, n))?,
+            None => self.insert(coming, customer, source, rows, n)?,
+            Some(key) => self.store_keyed(coming, customer, source, key, id, range, (rows, n))?,
         }
         Ok(Stored::default())
     }

@@ -22,8 +22,10 @@
 //! client library escapes them); only names from fixed lists are written into SQL.
 //!
 //! Here: the engine, its runtime and the [`StatsEngine`] calls. The parts: `url` (`--stats-url`), `schema`
-//! (tables, views, migration), `sql` (statements and their values), `insert` (storing a batch), `repair` (what
-//! a cut-off attempt of a keyed batch lacks), and `query`.
+//! (tables, views, migration), `sql` (statements and their values), `insert` (storing a request's batch),
+//! `spool` (batches acknowledged on disk, written in large groups), `group` (keyed batches of concurrent
+//! requests written together), `rows` (records summed into their rows), `write` (inserts), `repair` (what a
+//! cut-off attempt of a batch lacks), and `query`.
 
 use std::{
     future::Future,
@@ -37,11 +39,7 @@ use serde::Deserialize;
 
 use super::{
     AccessBatch, Answer, Endpoint, Footprint, IngestError, Kept, Keyed, Limits, QueryError, SecurityBatch, StatsEngine,
-    Stored,
-    memory::{
-        self,
-        aggregate::{Plan, Work},
-    },
+    Stored, memory,
     rollups::{self, EVENT_DAYS, Spec},
 };
 use crate::{clock::Clock, store::CustomerId};
@@ -52,42 +50,38 @@ mod insert;
 mod order;
 mod query;
 mod repair;
+mod rows;
 mod schema;
+mod spool;
 mod sql;
 mod url;
+mod write;
 
 pub use schema::SCHEMA_VERSION;
-use schema::{Feed, feeds, table_name};
+use schema::{feeds, table_name};
 pub use url::StatsUrl;
 
 /// A query or insert that takes longer is abandoned (and answered 503).
 pub const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct ClickHouseEngine {
-    /// One client a shard (`--stats-url` order).
-    clients: Vec<clickhouse::Client>,
+    /// One client a shard (`--stats-url` order), the rollup tables, and writing to them.
+    writer: Arc<write::Writer>,
     /// Each shard's HTTP address, for messages.
     addresses: Vec<String>,
     /// Each shard's inserts of access logs and of security events ([`schema::Source`] order), written in groups.
     lanes: Vec<[group::Lane; 2]>,
+    /// Where batches sent without a key wait on this server's disk for ClickHouse ([`spool`]); without one,
+    /// every request waits for its batch to be stored in ClickHouse.
+    spool: Option<spool::Spool>,
     database: String,
     runtime: Option<tokio::runtime::Runtime>,
     clock: Arc<dyn Clock>,
     specs: Vec<Spec>,
     /// The rollup table of each spec.
     tables: Vec<String>,
-    /// How each rollup table is fed by schema version 2's views (also: which rollup tables a source writes).
-    feeds: Vec<Feed>,
-    /// The distinct rollup tables, and the index of each spec's.
-    rollup_tables: Vec<schema::Table>,
-    table_of: Vec<usize>,
     /// The rollup whose rows stand for each spec's ([`schema::stand_ins`]).
     stand_in: Vec<usize>,
-    /// How a batch of each source is summed into the rollups (the embedded engine's plans), and tables for
-    /// summing, kept from batch to batch.
-    access_plan: Plan,
-    security_plan: Plan,
-    work: Mutex<Vec<Work>>,
     /// The last millisecond of the sequence handed out.
     last_slot: Mutex<u64>,
     /// Days daily rollups are kept (None: for ever), as the embedded engine keeps them.
@@ -100,6 +94,10 @@ pub struct ClickHouseEngine {
 
 impl Drop for ClickHouseEngine {
     fn drop(&mut self) {
+        // The spool's threads write on the runtime: stopped first.
+        if let Some(spool) = &mut self.spool {
+            spool.stop();
+        }
         // Dropped from async code too, where an ordinary runtime drop would panic.
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
@@ -193,13 +191,20 @@ struct ShardRow {
 impl ClickHouseEngine {
     /// The client of the shard holding `customer`'s statistics.
     fn client(&self, customer: CustomerId) -> clickhouse::Client {
-        self.clients[shard_of(customer, self.clients.len())].clone()
+        self.writer.client(customer)
     }
 
     /// Keeps daily rollups `days` days (None: for ever), as `--stats-daily-retention-days` asks.
     pub fn with_daily_retention(mut self, days: Option<u32>) -> Self {
         self.daily_retention_days = days;
         self
+    }
+
+    /// Acknowledges batches sent without a key once they are in the spool in `dir` ([`spool`]), and writes
+    /// them to ClickHouse in large groups; batches a previous run left there are written first.
+    pub fn with_spool(mut self, dir: &std::path::Path) -> anyhow::Result<Self> {
+        self.spool = Some(spool::Spool::open(dir, self.writer.clients.len(), self.writer.clone())?);
+        Ok(self)
     }
 
     /// Whether `table` holds daily rollups.
@@ -236,18 +241,25 @@ impl ClickHouseEngine {
         let feeds = feeds(&specs, &tables).1;
         let (rollup_tables, table_of) = schema::layout(&specs, &tables);
         let stand_in = schema::stand_ins(&specs, &tables);
-        let engine = ClickHouseEngine {
-            feeds,
+        let clients: Vec<clickhouse::Client> = bases.iter().map(|b| b.clone().with_database(&url.database)).collect();
+        let writer = write::Writer {
+            clients,
             rollup_tables,
-            table_of,
+            feeds,
+            runtime: runtime.handle().clone(),
             // Only the rollups written are summed.
             access_plan: memory::access_plan(&specs, |i| stand_in[i] == i),
             security_plan: memory::security_plan(&specs, |i| stand_in[i] == i),
-            stand_in,
+            specs: specs.clone(),
+            table_of,
             work: Mutex::default(),
-            clients: bases.iter().map(|b| b.clone().with_database(&url.database)).collect(),
+        };
+        let engine = ClickHouseEngine {
+            writer: Arc::new(writer),
+            stand_in,
             addresses: url.shards.clone(),
             lanes: url.shards.iter().map(|_| Default::default()).collect(),
+            spool: None,
             database: url.database.clone(),
             runtime: Some(runtime),
             clock,
@@ -258,8 +270,8 @@ impl ClickHouseEngine {
             top_days: Mutex::new(days::Days::with_budget(days::TOP_BUDGET)),
             series_days: Mutex::new(days::Days::with_budget(days::SERIES_BUDGET)),
         };
-        let count = engine.clients.len();
-        for (position, (base, client)) in bases.into_iter().zip(engine.clients.clone()).enumerate() {
+        let count = engine.writer.clients.len();
+        for (position, (base, client)) in bases.into_iter().zip(engine.writer.clients.clone()).enumerate() {
             let address = &engine.addresses[position];
             let create_db = format!("CREATE DATABASE IF NOT EXISTS {}", url.database);
             engine
@@ -338,24 +350,10 @@ impl ClickHouseEngine {
         timeout: Duration,
         fut: impl Future<Output = Result<T, Failure>> + Send,
     ) -> Result<T, Failure> {
-        let handle = match &self.runtime {
-            Some(rt) => rt.handle().clone(),
-            None => return Err(Failure::Internal(anyhow::anyhow!("the statistics engine is closed"))),
-        };
-        std::thread::scope(|s| {
-            s.spawn(move || {
-                handle.block_on(async move {
-                    match tokio::time::timeout(timeout, fut).await {
-                        Ok(r) => r,
-                        Err(_) => Err(Failure::Unavailable(
-                            "The statistics database did not answer in time; try again shortly.".into(),
-                        )),
-                    }
-                })
-            })
-            .join()
-            .unwrap_or_else(|_| Err(Failure::Internal(anyhow::anyhow!("a statistics request panicked"))))
-        })
+        if self.runtime.is_none() {
+            return Err(Failure::Internal(anyhow::anyhow!("the statistics engine is closed")));
+        }
+        self.writer.block_within(timeout, fut)
     }
 }
 
@@ -397,6 +395,10 @@ impl StatsEngine for ClickHouseEngine {
     }
 
     fn query(&self, customer: CustomerId, customer_name: &str, query: &Query) -> Result<Answer, QueryError> {
+        // Whatever this server acknowledged is answered: what its spool holds of the customer is written first.
+        if let Some(spool) = &self.spool {
+            spool.sync_customer(shard_of(customer, self.writer.clients.len()), customer)?;
+        }
         if query.family == Family::Events {
             self.query_events(customer, customer_name, query)
         } else {
@@ -407,18 +409,28 @@ impl StatsEngine for ClickHouseEngine {
     /// Drops the day partitions wholly older than each table's retention: rollups as their granularity keeps
     /// them, raw access records as long as 5-minute rollups, raw security events the previous three days.
     fn enforce_retention(&self, now_ms: i64) -> anyhow::Result<()> {
-        for client in &self.clients {
+        for client in &self.writer.clients {
             self.enforce_retention_on(client, now_ms)?;
         }
         Ok(())
     }
 
+    /// Writes what the spool holds to ClickHouse (at a graceful stop, and at the end of `edge-server ingest`).
     fn checkpoint(&self) -> anyhow::Result<()> {
-        Ok(())
+        match &self.spool {
+            Some(spool) => spool.sync_all().map_err(|e| {
+                anyhow::Error::from(e).context(
+                    "statistics acknowledged by this server are not all in ClickHouse yet; they stay in its spool \
+                     and are written when it starts again",
+                )
+            }),
+            None => Ok(()),
+        }
     }
 
+    /// Bytes of rows in the spool, not yet in ClickHouse.
     fn log_bytes(&self) -> u64 {
-        0
+        self.spool.as_ref().map_or(0, |s| s.held() as u64)
     }
 
     /// Every shard answers a trivial query within the readiness timeout (an engine in another process: killed,
@@ -426,6 +438,7 @@ impl StatsEngine for ClickHouseEngine {
     /// takes one timeout at most however many shards are gone.
     fn ready(&self) -> anyhow::Result<()> {
         let probes: Vec<_> = self
+            .writer
             .clients
             .iter()
             .map(|client| {
@@ -470,7 +483,7 @@ impl StatsEngine for ClickHouseEngine {
 
     fn footprint(&self) -> Footprint {
         let mut f = Footprint::default();
-        for client in &self.clients {
+        for client in &self.writer.clients {
             let (client, database) = (client.clone(), self.database.clone());
             let sizes = self.block(async move {
                 client

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 
 use super::{
-    ClickHouseEngine, Failure,
+    Failure,
     group::Rows,
     schema::{MARKER, Source},
     sql::{Sql, bind, insert_dict, one_block_query},
+    write::Writer,
 };
 use crate::store::CustomerId;
 
@@ -19,7 +20,7 @@ struct LandedRow {
     d: String,
 }
 
-impl ClickHouseEngine {
+impl Writer {
     /// The (table, day) parts a batch left: raw rows with its id, and the days of each rollup table with its
     /// marker.
     pub(super) fn landed(
