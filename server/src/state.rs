@@ -156,6 +156,19 @@ impl AppState {
                 Arc::new(engine)
             }
             None => {
+                // A spool left by a run on ClickHouse holds records acknowledged and not yet written there.
+                let spool = settings.data_dir.join("stats").join("spool");
+                let left = std::fs::read_dir(&spool).map_or(0, |d| {
+                    d.filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "spool"))).count()
+                });
+                if left > 0 {
+                    tracing::warn!(
+                        dir = %spool.display(),
+                        segments = left,
+                        "statistics: records acknowledged for ClickHouse are not yet written there; start with the same \
+                         --stats-url to write them"
+                    );
+                }
                 let (dir, clock, limits) = (settings.data_dir.clone(), clock.clone(), settings.stats_limits);
                 Arc::new(tokio::task::spawn_blocking(move || MemoryEngine::open_with(&dir, clock, limits)).await??)
             }
