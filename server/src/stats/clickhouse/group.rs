@@ -30,7 +30,7 @@ type Ticket = Arc<OnceLock<Outcome>>;
 
 /// What a batch writes (RowBinary rows): its dictionary rows, its raw rows and its rows of each rollup table
 /// (by table index; absent or empty: none).
-#[derive(Default, Clone)]
+#[derive(Default)]
 pub(super) struct Rows {
     pub(super) dict: Vec<u8>,
     pub(super) raw: Vec<u8>,

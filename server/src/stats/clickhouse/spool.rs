@@ -32,7 +32,11 @@ use anyhow::Context as _;
 use rustc_hash::FxHashMap;
 
 use super::{
-    super::{AccessBatch, SecurityBatch, ingest::Column},
+    super::{
+        AccessBatch, SecurityBatch,
+        ingest::Column,
+        memory::codec::{self, Dec, Enc},
+    },
     Failure, QUERY_TIMEOUT,
     group::Rows,
     rows::{Marker, Origin},
@@ -78,32 +82,16 @@ impl Body<'_> {
         }
     }
 
-    /// The records: their count, times, each text column (its values, then each record's value index), then
-    /// for access logs each metric column.
+    /// The records: their count, then the batch as the embedded engine's log keeps it (its columnar encoding,
+    /// [`codec`]).
     fn encode(&self, out: &mut Vec<u8>) {
-        let (ts, dims, metrics) = match self {
-            Body::Access(b) => (&b.ts_ms, &b.dims, Some(&b.metrics)),
-            Body::Security(b) => (&b.ts_ms, &b.dims, None),
-        };
-        out.extend_from_slice(&(ts.len() as u64).to_le_bytes());
-        for t in ts {
-            out.extend_from_slice(&t.to_le_bytes());
+        out.extend_from_slice(&(self.records() as u64).to_le_bytes());
+        let mut e = Enc(std::mem::take(out));
+        match self {
+            Body::Access(b) => codec::wire_access_into(&mut e, b),
+            Body::Security(b) => codec::wire_security_into(&mut e, b),
         }
-        for column in dims {
-            out.extend_from_slice(&(column.values.len() as u64).to_le_bytes());
-            for v in &column.values {
-                out.extend_from_slice(&(v.len() as u64).to_le_bytes());
-                out.extend_from_slice(v.as_bytes());
-            }
-            for id in &column.ids {
-                out.extend_from_slice(&id.to_le_bytes());
-            }
-        }
-        for column in metrics.into_iter().flatten() {
-            for v in column {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-        }
+        *out = e.0;
     }
 }
 
@@ -143,7 +131,7 @@ struct Frame<'a> {
     seq: u64,
     range: (i64, i64),
     records: usize,
-    /// The records ([`Body::encode`]).
+    /// The record count and records ([`Body::encode`]).
     body: &'a [u8],
 }
 
@@ -157,53 +145,55 @@ impl<'a> Frame<'a> {
     }
 }
 
-/// The records of several batches of a customer as one batch: each text column's values numbered across them.
+/// The records of several batches of a customer as one batch: each text column's values numbered across them
+/// (each value looked up once a batch, where [`AccessBatch::append`] indexes every value so far at each call).
 #[derive(Default)]
-struct Merged<'a> {
+struct Merged {
     ts: Vec<i64>,
-    dims: [MergedColumn<'a>; 14],
+    dims: [MergedColumn; 14],
     metrics: [Vec<u64>; 8],
 }
 
 #[derive(Default)]
-struct MergedColumn<'a> {
-    index: FxHashMap<&'a str, u32>,
+struct MergedColumn {
+    index: FxHashMap<String, u32>,
     column: Column,
 }
 
-impl<'a> Merged<'a> {
-    /// Appends a frame's records (None: the body is not whole, or not of `source`).
-    fn add(&mut self, body: &'a [u8], source: Source) -> Option<()> {
+impl Merged {
+    /// Appends a frame's records ([`Body::encode`]; an error: the body is not whole, or not of `source`).
+    fn add(&mut self, body: &[u8], source: Source) -> anyhow::Result<()> {
         let mut r = Reader(body);
-        let n = usize::try_from(r.u64()?).ok()?;
-        for t in r.exact(n.checked_mul(8)?)?.chunks_exact(8) {
-            self.ts.push(i64::from_le_bytes(t.try_into().ok()?));
-        }
-        for merged in &mut self.dims {
-            let count = usize::try_from(r.u64()?).ok()?;
-            let mut ids = Vec::with_capacity(count.min(n));
-            for _ in 0..count {
-                let v = std::str::from_utf8(r.bytes()?).ok()?;
-                let next = merged.column.values.len() as u32;
-                let id = *merged.index.entry(v).or_insert(next);
-                if id == next {
-                    merged.column.values.push(v.to_owned());
-                }
-                ids.push(id);
+        let n = r.u64().and_then(|n| usize::try_from(n).ok()).context("no record count")?;
+        let (ts, dims, metrics) = match source {
+            Source::Access => {
+                let b = codec::decode_access(Dec(r.0), n)?;
+                (b.ts_ms, b.dims, Some(b.metrics))
             }
-            for id in r.exact(n.checked_mul(4)?)?.chunks_exact(4) {
-                let local = u32::from_le_bytes(id.try_into().ok()?) as usize;
-                merged.column.ids.push(*ids.get(local)?);
+            Source::Security => {
+                let b = codec::decode_security(Dec(r.0), n)?;
+                (b.ts_ms, b.dims, None)
             }
+        };
+        self.ts.extend(ts);
+        for (merged, column) in self.dims.iter_mut().zip(dims) {
+            let ids: Vec<u32> = column
+                .values
+                .into_iter()
+                .map(|v| {
+                    let next = merged.column.values.len() as u32;
+                    *merged.index.entry(v).or_insert_with_key(|v| {
+                        merged.column.values.push(v.clone());
+                        next
+                    })
+                })
+                .collect();
+            merged.column.ids.extend(column.ids.iter().map(|i| ids[*i as usize]));
         }
-        if source == Source::Access {
-            for column in &mut self.metrics {
-                for v in r.exact(n.checked_mul(8)?)?.chunks_exact(8) {
-                    column.push(u64::from_le_bytes(v.try_into().ok()?));
-                }
-            }
+        for (to, from) in self.metrics.iter_mut().zip(metrics.into_iter().flatten()) {
+            to.extend(from);
         }
-        r.0.is_empty().then_some(())
+        Ok(())
     }
 
     fn access(self) -> AccessBatch {
@@ -224,8 +214,8 @@ fn rows_of(writer: &Writer, source: Source, frames: &mut [Frame]) -> Result<Rows
         let (mut merged, mut seqs, mut ids, mut markers) = (Merged::default(), Vec::new(), Vec::new(), Vec::new());
         for frame in customer {
             let before = merged.ts.len();
-            merged.add(frame.body, source).ok_or_else(|| {
-                Failure::Internal(anyhow::anyhow!("a batch in the statistics spool cannot be read (segment damaged)"))
+            merged.add(frame.body, source).map_err(|e| {
+                Failure::Internal(e.context("a batch in the statistics spool cannot be read (segment damaged)"))
             })?;
             let n = merged.ts.len() - before;
             seqs.extend(frame.seq..frame.seq + n as u64);
@@ -252,22 +242,11 @@ fn rows_of(writer: &Writer, source: Source, frames: &mut [Frame]) -> Result<Rows
 
 struct Reader<'a>(&'a [u8]);
 
-impl<'a> Reader<'a> {
+impl Reader<'_> {
     fn u64(&mut self) -> Option<u64> {
         let (head, rest) = self.0.split_first_chunk::<8>()?;
         self.0 = rest;
         Some(u64::from_le_bytes(*head))
-    }
-
-    fn exact(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        self.exact(n)
     }
 }
 
@@ -823,7 +802,7 @@ mod tests {
         assert_eq!(merged, expected);
         assert_eq!(merged.dims[7].values, ["a.example", "shared.example", "b.example"]);
         // A body of the other source is not read as one.
-        assert!(Merged::default().add(found[0].body, Source::Security).is_none());
+        assert!(Merged::default().add(found[0].body, Source::Security).is_err());
         // A damaged byte ends the segment there too.
         let mut damaged = bytes[..whole].to_vec();
         damaged[whole - 1] ^= 1;

@@ -7,7 +7,7 @@ use super::{
 };
 
 /// Little-endian binary encoding of the log and snapshots.
-pub(super) struct Enc(pub(super) Vec<u8>);
+pub(in crate::stats) struct Enc(pub(in crate::stats) Vec<u8>);
 
 impl Enc {
     pub(super) fn u8(&mut self, v: u8) {
@@ -78,7 +78,7 @@ pub(super) trait Decode {
 }
 
 /// Decoding from a slice, whose text and bytes it can lend rather than copy.
-pub(super) struct Dec<'a>(pub(super) &'a [u8]);
+pub(in crate::stats) struct Dec<'a>(pub(in crate::stats) &'a [u8]);
 
 impl<'a> Dec<'a> {
     pub(super) fn take(&mut self, n: usize) -> anyhow::Result<&'a [u8]> {
@@ -191,7 +191,7 @@ impl Dec<'_> {
 }
 
 /// Appends an access batch as the log keeps it.
-pub(super) fn wire_access_into(e: &mut Enc, b: &AccessBatch) {
+pub(in crate::stats) fn wire_access_into(e: &mut Enc, b: &AccessBatch) {
     e.0.reserve(b.len() * 48);
     e.times(&b.ts_ms);
     for c in &b.dims {
@@ -203,7 +203,7 @@ pub(super) fn wire_access_into(e: &mut Enc, b: &AccessBatch) {
 }
 
 /// Appends a security batch as the log keeps it.
-pub(super) fn wire_security_into(e: &mut Enc, b: &SecurityBatch) {
+pub(in crate::stats) fn wire_security_into(e: &mut Enc, b: &SecurityBatch) {
     e.0.reserve(b.len() * 32);
     e.times(&b.ts_ms);
     for c in &b.dims {
@@ -211,7 +211,7 @@ pub(super) fn wire_security_into(e: &mut Enc, b: &SecurityBatch) {
     }
 }
 
-pub(super) fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch> {
+pub(in crate::stats) fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch> {
     let ts_ms = d.times(n)?;
     let mut dims: [Column; 14] = Default::default();
     for c in &mut dims {
@@ -225,7 +225,7 @@ pub(super) fn decode_access(mut d: Dec, n: usize) -> anyhow::Result<AccessBatch>
     Ok(AccessBatch { ts_ms, dims, metrics })
 }
 
-pub(super) fn decode_security(mut d: Dec, n: usize) -> anyhow::Result<SecurityBatch> {
+pub(in crate::stats) fn decode_security(mut d: Dec, n: usize) -> anyhow::Result<SecurityBatch> {
     let ts_ms = d.times(n)?;
     let mut dims: [Column; 14] = Default::default();
     for c in &mut dims {

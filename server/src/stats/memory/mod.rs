@@ -32,7 +32,7 @@ use crate::{clock::Clock, store::CustomerId};
 pub(super) mod aggregate;
 mod applier;
 mod block;
-mod codec;
+pub(in crate::stats) mod codec;
 mod keys;
 mod limits;
 mod query;
