@@ -67,7 +67,7 @@ async fn seed_store_if_empty(state: &AppState, password: &str) -> anyhow::Result
     let users = USERS
         .iter()
         .map(|(username, role, full_name)| {
-            let mut user = local_user(username, password, *role, full_name)?;
+            let mut user = local_user(username, password, *role, full_name, state.passwords.cost())?;
             user.email = format!("{username}@demo.example");
             Ok(user)
         })

@@ -9,7 +9,7 @@ use crate::{
     clock::{Clock, SystemClock},
     domain::{
         fleet::{Fleet, SimulatedFleet},
-        hashing::PasswordWork,
+        hashing::{self, PasswordWork},
         mail::Mailer,
         net::TrustedProxies,
         throttle,
@@ -51,6 +51,8 @@ pub struct Settings {
     /// machine (see [`hashing::PasswordWork`]).
     pub password_workers: usize,
     pub password_queue: usize,
+    /// What hashing a new password costs: argon2id's defaults, but in the server's own tests.
+    pub hash_cost: hashing::HashCost,
     /// Audit records older than this many days are deleted.
     pub audit_retention_days: i64,
     /// Tasks (and the purge transactions they track) that ended this many days ago are deleted.
@@ -96,6 +98,7 @@ impl Settings {
             login_slowdown: Duration::from_millis(250),
             trusted_proxies: TrustedProxies::default(),
             password_workers: 0,
+            hash_cost: hashing::HashCost::Standard,
             password_queue: 0,
             audit_retention_days: 400,
             task_retention_days: 30,
@@ -177,7 +180,11 @@ impl AppState {
         Ok(AppState {
             store: Arc::new(store),
             clock,
-            passwords: Arc::new(PasswordWork::new(settings.password_workers, settings.password_queue)),
+            passwords: Arc::new(PasswordWork::new(
+                settings.password_workers,
+                settings.password_queue,
+                settings.hash_cost,
+            )),
             mailer: Arc::new(mailer),
             fleet: Arc::new(SimulatedFleet::standard()),
             stats,

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use edge_server::{
     admin,
     clock::{Clock, SystemClock},
+    domain::hashing::HashCost,
     fleet::SimulatedFleet,
     store::{Location, Properties},
 };
@@ -24,7 +25,8 @@ pub async fn add_customer(name: String, admin: String, location: Location) -> an
         _ => anyhow::bail!("set EDGE_ADMIN_PASSWORD, or run on a terminal to be asked for the password"),
     };
     let store = open_store(&location).await?;
-    let customer = admin::create_customer(&store, SystemClock.now_ms(), &name, &admin, &password).await?;
+    let customer =
+        admin::create_customer(&store, SystemClock.now_ms(), &name, &admin, &password, HashCost::Standard).await?;
     println!("Created customer `{}` with administrator `{admin}` in {location}", customer.name);
     Ok(())
 }

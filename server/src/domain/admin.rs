@@ -2,6 +2,8 @@
 
 use edge_api::audit::op;
 
+use crate::domain::hashing::HashCost;
+
 use crate::{
     domain::auth,
     state::AppState,
@@ -29,8 +31,14 @@ pub fn check_username(username: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A local user ready to store, with its password hashed.
-pub fn local_user(username: &str, password: &str, role: edge_api::Role, full_name: &str) -> anyhow::Result<NewUser> {
+/// A local user ready to store, with its password hashed at `cost`.
+pub fn local_user(
+    username: &str,
+    password: &str,
+    role: edge_api::Role,
+    full_name: &str,
+    cost: HashCost,
+) -> anyhow::Result<NewUser> {
     Ok(NewUser {
         id: new_id(),
         username: username.to_string(),
@@ -40,14 +48,14 @@ pub fn local_user(username: &str, password: &str, role: edge_api::Role, full_nam
         phone_number: String::new(),
         enabled: true,
         role: role.as_str().into(),
-        password_hash: Some(auth::hash_password(password)?),
+        password_hash: Some(auth::hash_password(password, cost)?),
     })
 }
 
 /// Creates customer `name` with one administrator. Refuses an existing name, an invalid name or username, and a
 /// password that breaks the policy.
 pub async fn add_customer(state: &AppState, name: &str, admin: &str, password: &str) -> anyhow::Result<Customer> {
-    create_customer(state.store.as_ref(), state.clock.now_ms(), name, admin, password).await
+    create_customer(state.store.as_ref(), state.clock.now_ms(), name, admin, password, state.passwords.cost()).await
 }
 
 /// As [`add_customer`], on a store alone at `now_ms` (the command line, which needs no statistics engine).
@@ -57,6 +65,7 @@ pub async fn create_customer(
     name: &str,
     admin: &str,
     password: &str,
+    cost: HashCost,
 ) -> anyhow::Result<Customer> {
     if !edge_api::paths::is_valid_customer_name(name) {
         anyhow::bail!(
@@ -65,7 +74,7 @@ pub async fn create_customer(
     }
     check_username(admin).map_err(anyhow::Error::msg)?;
     edge_api::check_password_policy(admin, password).map_err(anyhow::Error::msg)?;
-    let user = local_user(admin, password, edge_api::Role::Admin, "Administrator")?;
+    let user = local_user(admin, password, edge_api::Role::Admin, "Administrator", cost)?;
     let customer = NewCustomer { name: name.into(), display_name: name.into(), contact_email: user.email.clone() };
     let target = Target { kind: "account", id: name.into(), name: name.into() };
     let audit = AuditEvent::system(0, now_ms, op::CUSTOMER_CREATE, target).detail("administrator", admin);

@@ -23,21 +23,63 @@ const MEMORY_SHARE: u64 = 8;
 /// Requests that may wait for a worker, per worker.
 const QUEUE_PER_WORKER: usize = 16;
 
-/// argon2id hash of a password, as a PHC string. Blocking: call it through [`PasswordWork::hash`] from a request.
-pub fn hash_password(password: &str) -> anyhow::Result<String> {
+/// What hashing a new password costs. Verifying reads the parameters from the stored hash, so logins with a
+/// password cost what its hashing did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HashCost {
+    /// argon2id with its default parameters (m = 19456 KiB, t = 2, p = 1): about 15 ms of a core.
+    #[default]
+    Standard,
+    /// argon2id with 8 KiB and one pass: microseconds, for the thousands of logins of the server's own tests.
+    /// Only in builds with the `test-support` feature, which those tests enable (a dev-dependency of the crate
+    /// on itself) and nothing else: no release build, flag or variable reaches it.
+    #[cfg(feature = "test-support")]
+    CheapForTests,
+}
+
+impl HashCost {
+    fn hasher(self) -> Argon2<'static> {
+        match self {
+            HashCost::Standard => Argon2::default(),
+            #[cfg(feature = "test-support")]
+            HashCost::CheapForTests => match argon2::Params::new(8, 1, 1, None) {
+                Ok(params) => Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params),
+                Err(_) => Argon2::default(),
+            },
+        }
+    }
+}
+
+/// argon2id hash of a password at `cost`, as a PHC string. Blocking: call it through [`PasswordWork::hash`]
+/// from a request.
+pub fn hash_password(password: &str, cost: HashCost) -> anyhow::Result<String> {
     let salt = SaltString::generate(&mut OsRng);
-    Argon2::default()
+    cost.hasher()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
         .map_err(|e| anyhow::anyhow!("hashing a password: {e}"))
 }
 
 /// A hash no password matches, verified when a username is unknown so that the answer takes as long as for a
-/// known one.
-static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| hash_password("not a password of anyone").unwrap_or_default());
+/// known one (whose password was hashed at the same cost).
+fn dummy_hash(cost: HashCost) -> String {
+    static STANDARD: LazyLock<String> =
+        LazyLock::new(|| hash_password("not a password of anyone", HashCost::Standard).unwrap_or_default());
+    match cost {
+        HashCost::Standard => STANDARD.clone(),
+        #[cfg(feature = "test-support")]
+        HashCost::CheapForTests => {
+            static CHEAP: LazyLock<String> = LazyLock::new(|| {
+                hash_password("not a password of anyone", HashCost::CheapForTests).unwrap_or_default()
+            });
+            CHEAP.clone()
+        }
+    }
+}
 
 /// The bounded pool of password work.
 pub struct PasswordWork {
+    cost: HashCost,
     permits: Arc<Semaphore>,
     workers: usize,
     waiting: AtomicUsize,
@@ -46,14 +88,25 @@ pub struct PasswordWork {
 
 impl PasswordWork {
     /// `workers` at once and `queue` waiting; 0 for either means sized from this machine.
-    pub fn new(workers: usize, queue: usize) -> Self {
+    pub fn new(workers: usize, queue: usize, cost: HashCost) -> Self {
         let workers = if workers == 0 { default_workers() } else { workers };
         let max_waiting = if queue == 0 { workers * QUEUE_PER_WORKER } else { queue };
-        PasswordWork { permits: Arc::new(Semaphore::new(workers)), workers, waiting: AtomicUsize::new(0), max_waiting }
+        PasswordWork {
+            cost,
+            permits: Arc::new(Semaphore::new(workers)),
+            workers,
+            waiting: AtomicUsize::new(0),
+            max_waiting,
+        }
     }
 
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// What hashing a new password costs here.
+    pub fn cost(&self) -> HashCost {
+        self.cost
     }
 
     /// Runs `work` on a blocking thread once a worker is free, or answers 503 when the queue is full.
@@ -82,16 +135,17 @@ impl PasswordWork {
     /// Hashes a new password.
     pub async fn hash(&self, password: &str) -> AppResult<String> {
         let password = password.to_string();
-        Ok(self.run(move || hash_password(&password)).await??)
+        let cost = self.cost;
+        Ok(self.run(move || hash_password(&password, cost)).await??)
     }
 
     /// Checks a password against a stored hash, or against nothing (taking the same time) when there is none.
     pub async fn verify(&self, password: &str, hash: Option<&str>) -> AppResult<bool> {
         let password = password.to_string();
-        let hash = hash.map(str::to_string);
+        let (hash, cost) = (hash.map(str::to_string), self.cost);
         self.run(move || {
             let real = hash.is_some();
-            let hash = hash.unwrap_or_else(|| DUMMY_HASH.clone());
+            let hash = hash.unwrap_or_else(|| dummy_hash(cost));
             let ok = PasswordHash::new(&hash)
                 .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
                 .unwrap_or(false);
@@ -131,7 +185,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_beyond_the_workers_and_the_queue_is_refused_at_once() {
-        let pool = Arc::new(PasswordWork::new(1, 1));
+        let pool = Arc::new(PasswordWork::new(1, 1, HashCost::Standard));
         let hash = pool.hash("a password of twelve").await.unwrap();
         let runs: Vec<_> = (0..8)
             .map(|_| {

@@ -142,6 +142,11 @@ impl Waits {
     pub fn keys_kept(&self) -> usize {
         self.map().len()
     }
+
+    /// The most attempts of this process waiting on one key (for tests: every held attempt is waiting).
+    pub fn most_waiting(&self) -> usize {
+        self.map().values().map(|s| Arc::strong_count(&s.notify) - 1).max().unwrap_or(0)
+    }
 }
 
 impl Listening<'_> {

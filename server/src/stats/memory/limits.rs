@@ -102,7 +102,8 @@ pub(super) fn encode(
 
 /// Refuses a batch when the customer already holds `limits.max_rows` rows. The batch that crosses the limit
 /// is stored whole (its rows are only known once it is summed, after it is logged), so a customer holds at
-/// most the limit and one batch's rows.
+/// most the limit and one batch's rows: near the limit, a batch waits for those queued before it to be summed
+/// (see [`may_fill`]).
 pub(super) fn room(tenant: &Tenant, limits: &Limits) -> Result<(), IngestError> {
     let rows = tenant.rows.load(Ordering::Relaxed);
     if rows < limits.max_rows {
@@ -114,6 +115,14 @@ pub(super) fn room(tenant: &Tenant, limits: &Limits) -> Result<(), IngestError> 
          week, hourly after 31 days, daily after --stats-daily-retention-days, events after three days)",
         limits.max_rows
     )))
+}
+
+/// Whether the batches queued and not yet summed could bring the customer to `limits.max_rows` (a record adds
+/// at most one row to each rollup): then their rows must be counted before another batch is let in. Far from
+/// the limit a batch is let in at once, and summed with those queued (see `applier`).
+pub(super) fn may_fill(tenant: &Tenant, limits: &Limits) -> bool {
+    let queued = super::tenant::lock(&tenant.pending).records as u64;
+    queued > 0 && tenant.rows.load(Ordering::Relaxed) + queued * tenant.rollups.len() as u64 >= limits.max_rows
 }
 
 /// Counts folded records per dimension (since the server started).

@@ -220,6 +220,10 @@ impl Core {
         let in_order = sorted.as_ref().unwrap_or(batch);
         let tenant = self.tenant(customer);
         limits::room(&tenant, &self.limits)?;
+        if limits::may_fill(&tenant, &self.limits) {
+            tenant.settle();
+            limits::room(&tenant, &self.limits)?;
+        }
         tenant.wait_for_room();
         let _ids = read(&tenant.ids);
         let encoded = self.encode_access(&tenant, in_order)?;
