@@ -140,6 +140,38 @@ impl From<gloo_net::http::Request> for Sendable {
     }
 }
 
+/// The console's requests under way: sent, and their answer not yet read (or the request dropped). Mirrored to
+/// `<html data-requests>`, so that a test can wait until the console has nothing in flight instead of
+/// waiting a while.
+pub struct InFlight;
+
+thread_local! {
+    static IN_FLIGHT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl InFlight {
+    pub fn start() -> InFlight {
+        Self::count(1);
+        InFlight
+    }
+
+    fn count(change: isize) {
+        let n = IN_FLIGHT.with(|c| {
+            c.set(c.get().saturating_add_signed(change));
+            c.get()
+        });
+        if let Some(html) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
+            let _ = html.set_attribute("data-requests", &n.to_string());
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        Self::count(-1);
+    }
+}
+
 /// Sends an authenticated request (the session cookie goes along by itself). A 401 means the session is gone.
 async fn send(request: impl Into<Sendable>) -> ApiResult<Response> {
     let response = match request.into() {
@@ -164,11 +196,13 @@ pub async fn get_json<T: DeserializeOwned>(url: &str) -> ApiResult<T> {
 }
 
 async fn send_json<T: DeserializeOwned>(request: impl Into<Sendable>) -> ApiResult<T> {
+    let _in_flight = InFlight::start();
     decode(send(request).await?).await
 }
 
 /// Sends a request whose success has no body.
 async fn send_empty(request: impl Into<Sendable>) -> ApiResult<()> {
+    let _in_flight = InFlight::start();
     let response = send(request).await?;
     if (200..300).contains(&response.status()) { Ok(()) } else { Err(error_of(response).await) }
 }

@@ -77,6 +77,7 @@ async fn purge_error(response: Response) -> ApiError {
 }
 
 async fn purge_json<T: serde::de::DeserializeOwned>(request: impl Into<Sendable>) -> ApiResult<T> {
+    let _in_flight = super::InFlight::start();
     let response = send(request).await?;
     if (200..300).contains(&response.status()) {
         let status = response.status();
@@ -108,6 +109,7 @@ pub enum Purged {
 
 /// Submits a purge once, telling a refusal for the rate limit apart.
 pub async fn purge_once(customer: &str, request: &PurgeRequest) -> Purged {
+    let _in_flight = super::InFlight::start();
     let request = match with_json(Request::post(&url(customer, "/cache/purge")), request) {
         Ok(r) => r,
         Err(e) => return Purged::Failed(e),

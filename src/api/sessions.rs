@@ -19,11 +19,13 @@ pub async fn create_session(customer: &str, username: &str, password: &str, otp:
         request = request.header(paths::OTP_HEADER, token);
     }
     // Not `send`: a 401 here is a wrong password, not a lost session.
+    let _in_flight = super::InFlight::start();
     decode(request.send().await.map_err(ApiError::network)?).await
 }
 
 /// The session the browser's cookie holds for `customer`, or `None` when there is no valid one.
 pub async fn current_session(customer: &str) -> ApiResult<Option<Session>> {
+    let _in_flight = super::InFlight::start();
     let response =
         Request::get(&format!("{}/sessions/current", base(customer))).send().await.map_err(ApiError::network)?;
     match response.status() {

@@ -31,6 +31,7 @@ fn with_code(request: RequestBuilder, otp: Option<&str>) -> RequestBuilder {
 
 /// Sends a request that may need a one-time code: a 401 is a missing or wrong code, not a lost session.
 async fn send_with_code<T: serde::de::DeserializeOwned>(request: gloo_net::http::Request) -> ApiResult<T> {
+    let _in_flight = super::InFlight::start();
     decode(request.send().await.map_err(ApiError::network)?).await
 }
 

@@ -76,6 +76,7 @@ impl Confirm {
 
 /// Sends a request confirmed with the caller's password: a 401 is a wrong password, not a lost session.
 async fn send_confirmed<T: serde::de::DeserializeOwned>(request: gloo_net::http::Request) -> ApiResult<T> {
+    let _in_flight = super::InFlight::start();
     decode(request.send().await.map_err(ApiError::network)?).await
 }
 
@@ -101,6 +102,7 @@ pub async fn complete_password_reset(customer: &str, token: &str, password: &str
     let request = Request::put(&format!("{}/password-resets/{}", base(customer), encode(token)))
         .json(&body)
         .map_err(ApiError::network)?;
+    let _in_flight = super::InFlight::start();
     let response = request.send().await.map_err(ApiError::network)?;
     if (200..300).contains(&response.status()) { Ok(()) } else { Err(error_of(response).await) }
 }

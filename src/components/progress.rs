@@ -50,12 +50,14 @@ pub async fn sleep(ms: i32) {
 
 /// Runs `step` again and again while the view lives and until it answers `false` (done): one run at a
 /// time, never two at once however slow the server is, with a pause after each run that grows from
-/// [`POLL_FIRST_MS`] to [`POLL_MAX_MS`].
-pub fn follow<F, Fut>(step: F)
+/// [`POLL_FIRST_MS`] to [`POLL_MAX_MS`]. The signal it returns turns false when it has stopped (for the views'
+/// `data-following`, which tells tests that no further request can come).
+pub fn follow<F, Fut>(step: F) -> RwSignal<bool>
 where
     F: Fn() -> Fut + 'static,
     Fut: Future<Output = bool> + 'static,
 {
+    let following = RwSignal::new(true);
     let alive = Arc::new(AtomicBool::new(true));
     {
         let alive = alive.clone();
@@ -66,11 +68,13 @@ where
         loop {
             sleep(pause).await;
             if !alive.load(Ordering::Relaxed) || !step().await || !alive.load(Ordering::Relaxed) {
+                following.try_set(false);
                 return;
             }
             pause = (pause + pause / 2).min(POLL_MAX_MS);
         }
     });
+    following
 }
 
 /// A task's progress, followed until it completes or fails.
@@ -79,8 +83,9 @@ pub fn TaskProgress(task: Task) -> impl IntoView {
     let customer = use_customer();
     let done = task.complete;
     let current = RwSignal::new(task);
+    let mut following = RwSignal::new(false);
     if !done {
-        follow(move || {
+        following = follow(move || {
             let (c, id) = (customer.get_untracked(), current.with_untracked(|t| t.id.clone()));
             async move {
                 match api::get_task(&c, &id).await {
@@ -104,7 +109,12 @@ pub fn TaskProgress(task: Task) -> impl IntoView {
         }
     });
     view! {
-        <div class="task-progress" data-status=move || current.get().status data-task=move || current.get().id>
+        <div
+            class="task-progress"
+            data-status=move || current.get().status
+            data-task=move || current.get().id
+            data-following=move || following.get().to_string()
+        >
             <ProgressBar percent=Signal::derive(move || current.get().progress) label />
         </div>
     }
