@@ -173,6 +173,24 @@ impl Browser {
         bail!("{css} shows {last:?}")
     }
 
+    /// Waits until the console has no request in flight (`<html data-requests>`, which the console's API client
+    /// keeps: sent and not yet read) on two looks two animation frames apart, so that whatever the answers
+    /// started has run too: the reads a view made have all been answered and shown (or refused, or cancelled).
+    pub async fn settled(&self) -> Result<()> {
+        const LOOK: &str = "const done = arguments[arguments.length - 1];
+            requestAnimationFrame(() => requestAnimationFrame(() => done(document.documentElement.dataset.requests || '0')));";
+        let deadline = Instant::now() + WAIT;
+        let (mut quiet, mut last) = (0, String::new());
+        while Instant::now() < deadline {
+            last = self.client.execute_async(LOOK, vec![]).await?.as_str().unwrap_or_default().to_string();
+            quiet = if last == "0" { quiet + 1 } else { 0 };
+            if quiet == 2 {
+                return Ok(());
+            }
+        }
+        bail!("the console still had {last} request(s) in flight after {WAIT:?}")
+    }
+
     /// Waits until an attribute of an element has `value`.
     pub async fn wait_for_attr(&self, css: &str, attr: &str, value: &str) -> Result<()> {
         let deadline = Instant::now() + WAIT;

@@ -365,6 +365,12 @@ impl Harness {
         files.iter().map(|f| std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))).collect()
     }
 
+    /// A browser of its own (a new profile: cold cache, no cookies) on the same server, which the caller
+    /// closes itself ([`Browser::close`] checks its page errors).
+    pub async fn fresh_browser(&self) -> Result<Browser> {
+        Ok(Browser { client: connect(self.driver_port).await?, base: self.browser.base.clone() })
+    }
+
     /// Another browser, with its own cookies, on the same server.
     pub async fn second_browser(&mut self) -> Result<Browser> {
         let client = connect(self.driver_port).await?;
