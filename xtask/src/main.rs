@@ -4,15 +4,20 @@
 mod layers;
 mod lighthouse;
 mod size;
+mod testrun;
+mod timing;
 mod tools;
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Command, ExitCode, Stdio},
+    process::{Command, ExitCode},
 };
 
 use anyhow::{Context, Result, bail};
+
+fn usage() -> String {
+    USAGE.replace("{TEST_USAGE}", testrun::USAGE)
+}
 
 const USAGE: &str = "usage:
   cargo xtask serve [SERVER FLAGS]   build the console (release) and serve it with demo data on http://127.0.0.1:8080
@@ -21,8 +26,7 @@ const USAGE: &str = "usage:
                                      the same on PostgreSQL (kept under target/cluster/) with two replicas behind a
                                      load balancer (HAProxy, or nginx) on that address, statistics in two
                                      ClickHouse shards (kept there too; unless --stats-url is given)
-  cargo xtask test                   install what tests need, then run every test (format, import cycles, lint,
-                                     native on SQLite and on a throwaway PostgreSQL cluster, wasm, end-to-end)
+{TEST_USAGE}
   cargo xtask build                  build the console into dist/ (release)
   cargo xtask perf-console           load times of the console in headless Chromium through the real server:
                                      login form and login to first chart, on loopback and an emulated
@@ -60,7 +64,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("serve") => serve(&args[1..]),
-        Some("test") => test(),
+        Some("test") => testrun::command(&args[1..]),
+        Some("test-runner") => timing::runner(&args[1..]),
         Some("build") => tools::Tools::ensure(false).and_then(|t| build_console(&t)),
         Some("bench") if args.get(1).map(String::as_str) == Some("stats") => bench_stats(&args[2..]),
         Some("bench") if args.get(1).map(String::as_str) == Some("config") => bench_config(&args[2..]),
@@ -71,9 +76,11 @@ fn main() -> ExitCode {
         Some("screenshots") => screenshots(),
         Some("compress") => compress_command(&args[1..]),
         Some("layers") => layers_command(&args[1..]),
-        Some("fuzz-api") => fuzz_api_command(&args[1..]).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS),
+        Some("fuzz-api") => {
+            fuzz_api_command(&args[1..], true).and_then(|mut cmd| run(&mut cmd)).map(|()| ExitCode::SUCCESS)
+        }
         _ => {
-            eprintln!("{USAGE}");
+            eprintln!("{}", usage());
             return ExitCode::from(2);
         }
     };
@@ -95,10 +102,10 @@ pub fn root() -> PathBuf {
 /// `org.chromium.Chromium.*` directories in TMPDIR), removed when dropped: a run leaves nothing behind. It sits
 /// directly in the system's temp dir, not under target/: Chromium's singleton socket lives a few levels below
 /// it, and a Unix socket path may not exceed 107 bytes (a deep checkout made Chromium exit at start).
-struct BrowserTmp(pub PathBuf);
+pub struct BrowserTmp(pub PathBuf);
 
 impl BrowserTmp {
-    fn new() -> Result<BrowserTmp> {
+    pub fn new() -> Result<BrowserTmp> {
         let dir = std::env::temp_dir().join(format!("edge-browser-{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(BrowserTmp(dir))
@@ -131,7 +138,7 @@ pub fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn describe(cmd: &Command) -> String {
+pub fn describe(cmd: &Command) -> String {
     std::iter::once(cmd.get_program().to_string_lossy().into_owned())
         .chain(cmd.get_args().map(|a| a.to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
@@ -139,21 +146,23 @@ fn describe(cmd: &Command) -> String {
 }
 
 pub fn build_console(tools: &tools::Tools) -> Result<ExitCode> {
-    run(cargo().args(["fetch", "--locked"]))?;
-    run(tools.command("trunk").current_dir(root()).args(["build", "--release", "--offline", "--locked"]))?;
-    // The first view (login, password reset) as its own small app beside the console: see src/signin.rs.
-    run(tools.command("trunk").current_dir(root()).args([
-        "build",
-        "--release",
-        "--offline",
-        "--locked",
-        "--dist",
-        "dist/signin",
-        "--public-url",
-        "/signin/",
-        "signin.html",
-    ]))?;
+    for mut cmd in console_build_commands(tools) {
+        run(&mut cmd)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The commands of the console's release build into dist/: the console, and the first view (login, password
+/// reset) as its own small app beside it (see src/signin.rs).
+pub fn console_build_commands(tools: &tools::Tools) -> Vec<Command> {
+    let trunk = |extra: &[&str]| {
+        let mut cmd = tools.command("trunk");
+        cmd.current_dir(root()).args(["build", "--release", "--offline", "--locked"]).args(extra);
+        cmd
+    };
+    let mut fetch = cargo();
+    fetch.args(["fetch", "--locked"]);
+    vec![fetch, trunk(&[]), trunk(&["--dist", "dist/signin", "--public-url", "/signin/", "signin.html"])]
 }
 
 /// `cargo xtask size`: builds the console (unless `--no-build`) and prints what it weighs.
@@ -255,22 +264,6 @@ fn layers_command(args: &[String]) -> Result<ExitCode> {
     }
     println!("xtask layers: no import cycle");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The step of `cargo xtask test` that fails on an import cycle in any crate of the workspace.
-fn layers_step() -> Step {
-    const NAME: &str = "layers (no import cycle in any crate)";
-    let started = std::time::Instant::now();
-    match layers::report(&root(), &[]) {
-        Ok(found) => {
-            eprintln!("\nxtask: == {NAME} ==");
-            for line in &found {
-                println!("{line}");
-            }
-            Step { name: NAME, ok: found.is_empty(), seconds: started.elapsed().as_secs(), summary: found }
-        }
-        Err(e) => Step::failed(NAME, started.elapsed().as_secs(), &e),
-    }
 }
 
 /// `cargo xtask compress [DIR]`: trunk's post-build hook; writes the .br and .gz copies of the build being
@@ -424,10 +417,13 @@ fn load(extra: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The command of the API contract fuzzing (schemathesis against a fresh demo server, debug builds).
-fn fuzz_api_command(extra: &[String]) -> Result<Command> {
+/// The command of the API contract fuzzing (schemathesis against a fresh demo server, debug builds; built
+/// first when `build`, as `cargo xtask test` has built them already).
+fn fuzz_api_command(extra: &[String], build: bool) -> Result<Command> {
     let bin = tools::python_venv("fuzz")?;
-    run(cargo().args(["build", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
+    if build {
+        run(cargo().args(["build", "--locked", "-p", "edge-server", "-p", "edge-bench"]))?;
+    }
     let mut cmd = Command::new(root().join("target/debug/edge-bench"));
     cmd.args(["fuzz-api", "--work"])
         .arg(root().join("target/fuzz-api"))
@@ -437,172 +433,4 @@ fn fuzz_api_command(extra: &[String]) -> Result<Command> {
         .arg(bin.join("st"))
         .args(extra);
     Ok(cmd)
-}
-
-/// One step of the test run and the summary lines its runner printed.
-struct Step {
-    name: &'static str,
-    ok: bool,
-    seconds: u64,
-    summary: Vec<String>,
-}
-
-impl Step {
-    /// A step that could not run (its command could not be made or built).
-    fn failed(name: &'static str, seconds: u64, error: &anyhow::Error) -> Step {
-        Step { name, ok: false, seconds, summary: vec![format!("{error:#}")] }
-    }
-}
-
-/// Runs a test command, echoing its output and keeping the runner's `test result:` lines and its wall time.
-fn test_step(name: &'static str, cmd: &mut Command) -> Step {
-    eprintln!("\nxtask: == {name} ==\nxtask: $ {}", describe(cmd));
-    let started = std::time::Instant::now();
-    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return Step { name, ok: false, seconds: 0, summary: vec![format!("could not start: {e}")] };
-        }
-    };
-    let mut summary = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            println!("{line}");
-            // Runners with nothing to run (doc-tests, empty binaries) add nothing to the summary.
-            let line_ = line.trim_start();
-            let counts = line_.starts_with("test result:") && !line.contains(" 0 passed; 0 failed;");
-            if counts || line_.starts_with("fuzz-api: ") {
-                summary.push(line.trim().to_string());
-            }
-        }
-    }
-    let ok = child.wait().map(|s| s.success()).unwrap_or(false);
-    Step { name, ok, seconds: started.elapsed().as_secs(), summary }
-}
-
-/// The router suites that run a second time on PostgreSQL: every test file of the server but those of the
-/// statistics engines and SQLite's file (stats, stats_clickhouse, ingest, durability, faults, openapi_rules) and those that run on both
-/// stores by themselves (store_contract, replicas).
-fn router_suites() -> Result<Vec<String>> {
-    const NOT_AGAIN: [&str; 9] = [
-        "stats",
-        "stats_clickhouse",
-        "ingest",
-        "durability",
-        "store_contract",
-        "replicas",
-        "faults",
-        "openapi_rules",
-        "alert_replicas",
-    ];
-    let mut suites: Vec<String> = std::fs::read_dir(root().join("server/tests"))?
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let suite = name.strip_suffix(".rs")?.to_string();
-            (!NOT_AGAIN.contains(&suite.as_str())).then_some(suite)
-        })
-        .collect();
-    suites.sort();
-    Ok(suites)
-}
-
-fn test() -> Result<ExitCode> {
-    let started = std::time::Instant::now();
-    let tools = tools::Tools::ensure(true)?;
-    let installed = started.elapsed().as_secs();
-    // One throwaway PostgreSQL cluster for the run (a schema per test); stopped and removed at the end, or by
-    // its watchdog if this process is interrupted.
-    let postgres = edge_cluster::Postgres::throwaway().context("starting a throwaway PostgreSQL cluster")?;
-    let postgres_url = postgres.url("postgres");
-    let tmp = BrowserTmp::new()?;
-    let mut steps = vec![Step { name: "install tools (pinned)", ok: true, seconds: installed, summary: vec![] }];
-    steps.push(test_step("format", cargo().args(["fmt", "--all", "--check"])));
-    steps.push(layers_step());
-    steps.push(test_step(
-        "lint (native)",
-        cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]),
-    ));
-    steps.push(test_step(
-        "lint (console, wasm32)",
-        cargo().args([
-            "clippy",
-            "--locked",
-            "-p",
-            "edge-console",
-            "--target",
-            "wasm32-unknown-unknown",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]),
-    ));
-    steps.push(test_step(
-        "native tests (edge-api, edge-server on SQLite, the store contract on both stores, replicas, edge-cli, edge-bench)",
-        cargo()
-            .args(["test", "--locked", "--no-fail-fast"])
-            .args(["-p", "edge-api", "-p", "edge-server", "-p", "edge-cli", "-p", "edge-cluster", "-p", "edge-bench"])
-            .env("EDGE_TEST_POSTGRES_URL", &postgres_url),
-    ));
-    let mut on_postgres = cargo();
-    on_postgres
-        .args(["test", "--locked", "--no-fail-fast", "-p", "edge-server"])
-        .env("EDGE_TEST_STORE", "postgres")
-        .env("EDGE_TEST_POSTGRES_URL", &postgres_url);
-    for suite in router_suites()? {
-        on_postgres.args(["--test", &suite]);
-    }
-    steps.push(test_step("router suites on PostgreSQL (the same test binaries, a schema per test)", &mut on_postgres));
-    steps.push(test_step(
-        "console tests (wasm-bindgen-test in headless Chromium)",
-        tools
-            .apply(&mut cargo())
-            .args(["test", "--locked", "-p", "edge-console", "--target", "wasm32-unknown-unknown"])
-            .env("TMPDIR", &tmp.0)
-            .env("CHROMEDRIVER", &tools.chromedriver)
-            .env("WASM_BINDGEN_TEST_TIMEOUT", "120"),
-    ));
-    const FUZZ: &str = "API contract fuzzing (schemathesis, short)";
-    let fuzz_started = std::time::Instant::now();
-    match fuzz_api_command(&["--examples".into(), "3".into(), "--min-requests".into(), "300".into()]) {
-        Ok(mut cmd) => {
-            let mut step = test_step(FUZZ, &mut cmd);
-            step.seconds = fuzz_started.elapsed().as_secs();
-            steps.push(step)
-        }
-        Err(e) => steps.push(Step::failed(FUZZ, fuzz_started.elapsed().as_secs(), &e)),
-    }
-    const BUILD: &str = "console and server build (trunk --release, cargo build)";
-    let build_started = std::time::Instant::now();
-    let built = build_console(&tools).and_then(|_| build_e2e_server());
-    if let Err(e) = &built {
-        steps.push(Step::failed(BUILD, build_started.elapsed().as_secs(), e));
-    } else {
-        steps.push(Step { name: BUILD, ok: true, seconds: build_started.elapsed().as_secs(), summary: vec![] });
-        steps.push(test_step(
-            "end-to-end tests (real server, real console, headless Chromium, axe-core, size budget)",
-            &mut e2e_command(&tools, &tmp),
-        ));
-    }
-
-    drop(postgres);
-
-    println!("\nxtask: summary ({} s in all)", started.elapsed().as_secs());
-    for step in &steps {
-        println!("{} {:>5} s  {}", if step.ok { "ok    " } else { "FAILED" }, step.seconds, step.name);
-        for line in &step.summary {
-            println!("    {line}");
-        }
-    }
-    println!("xtask: tools used");
-    for (tool, version) in tools.versions() {
-        println!("    {tool:<32} {version}");
-    }
-    let failed = steps.iter().filter(|s| !s.ok).count();
-    if failed > 0 {
-        println!("xtask: {failed} step(s) failed");
-        return Ok(ExitCode::FAILURE);
-    }
-    println!("xtask: all steps passed");
-    Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,8 @@ use crate::{root, run};
 
 /// trunk 0.22 needs rustc 1.96; 0.21.14 is the newest that builds here.
 const TRUNK_VERSION: &str = "0.21.14";
+/// The test runner of the native and end-to-end tests (`cargo install --locked`: its own lock pins the rest).
+pub const NEXTEST_VERSION: &str = "0.9.143";
 /// binaryen (npm, pins/npm): Debian's binaryen 108 produces wasm that breaks in the browser.
 const BINARYEN_MAJOR: &str = "132";
 
@@ -43,8 +45,10 @@ impl Tools {
         tools.ensure_wasm_bindgen()?;
         tools.ensure_wasm_opt()?;
         if for_tests {
+            tools.ensure_nextest()?;
             tools.ensure_chromium()?;
             ensure_cluster_tools()?;
+            python_venv("fuzz")?;
         }
         Ok(tools)
     }
@@ -112,7 +116,11 @@ impl Tools {
             ("chromedriver", first_line(&self.chromedriver.display().to_string(), &["--version"])),
             ("postgresql", postgres),
             ("load balancer", balancer),
-            ("clickhouse-server", first_line(CLICKHOUSE_SERVER, &["--version"])),
+            ("cargo-nextest", first_line("cargo-nextest", &["nextest", "--version"])),
+            (
+                "clickhouse-server",
+                first_line("dpkg-query", &["-W", "-f", "${Package} ${Version}\\n", "clickhouse-server"]),
+            ),
             ("fuzzing (pins/python/fuzz.txt)", python_packages),
         ]
     }
@@ -170,6 +178,19 @@ impl Tools {
             .arg(root().join("target/tools/wasm-bindgen-build")))?;
         let _ = std::fs::remove_dir_all(root().join("target/tools/wasm-bindgen-build"));
         Ok(())
+    }
+
+    fn ensure_nextest(&self) -> Result<()> {
+        let out = self.command("cargo").args(["nextest", "--version"]).output();
+        let found = out.ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        if found.as_deref().is_some_and(|v| v.starts_with(&format!("cargo-nextest {NEXTEST_VERSION} "))) {
+            return Ok(());
+        }
+        eprintln!(
+            "xtask: cargo-nextest {NEXTEST_VERSION} needed (found: {}); installing it",
+            found.as_deref().and_then(|v| v.lines().next()).unwrap_or("none")
+        );
+        run(self.command("cargo").args(["install", "cargo-nextest", "--version", NEXTEST_VERSION, "--locked"]))
     }
 
     fn ensure_wasm_opt(&self) -> Result<()> {
