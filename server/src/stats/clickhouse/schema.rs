@@ -426,28 +426,9 @@ impl ClickHouseEngine {
         let now = self.clock.now_ms();
         let first = client.clone();
         let create_versions = statements[0].clone();
-        self.block_failure(async move {
-            versions_off_tiny_log(&first, &create_versions).await?;
-            first.query(&create_versions).execute().await?;
-            let version: u32 = first.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
-            if version > SCHEMA_VERSION {
-                return Err(Failure::Internal(anyhow::anyhow!(
-                    "the statistics database has schema version {version}, newer than this server's \
-                     {SCHEMA_VERSION}; upgrade the server"
-                )));
-            }
-            if version < SCHEMA_VERSION {
-                first
-                    .query("INSERT INTO edge_schema (version, applied_ms) VALUES (?, ?)")
-                    .bind(SCHEMA_VERSION)
-                    .bind(now)
-                    .execute()
-                    .await?;
-            }
-            Ok(())
-        })
-        .map_err(anyhow::Error::from)
-        .context("checking the statistics schema's version")?;
+        self.block_failure(async move { record_version(&first, &create_versions, now).await })
+            .map_err(anyhow::Error::from)
+            .context("checking the statistics schema's version")?;
         let pending = {
             let client = client.clone();
             let tables: Vec<String> = creates.iter().map(|c| c.table.clone()).collect();
@@ -487,6 +468,50 @@ impl ClickHouseEngine {
         .map_err(anyhow::Error::from)
         .context("creating the statistics schema")
     }
+}
+
+/// Checks the database's schema version and records this server's when it is newer. `edge_schema` may be gone
+/// for a moment while another server starting at the same time moves it off TinyLog (it renames the table, then
+/// makes the new one: see [`versions_off_tiny_log`]): then this server looks again, a few times.
+async fn record_version(client: &clickhouse::Client, create_versions: &str, now: i64) -> Result<(), Failure> {
+    let mut tries = 0u64;
+    loop {
+        versions_off_tiny_log(client, create_versions).await?;
+        client.query(create_versions).execute().await?;
+        let recorded = async {
+            let version: u32 =
+                client.query("SELECT toUInt32(max(version)) FROM edge_schema").fetch_one::<u32>().await?;
+            if version > SCHEMA_VERSION {
+                return Err(Failure::Internal(anyhow::anyhow!(
+                    "the statistics database has schema version {version}, newer than this server's \
+                     {SCHEMA_VERSION}; upgrade the server"
+                )));
+            }
+            if version < SCHEMA_VERSION {
+                client
+                    .query("INSERT INTO edge_schema (version, applied_ms) VALUES (?, ?)")
+                    .bind(SCHEMA_VERSION)
+                    .bind(now)
+                    .execute()
+                    .await?;
+            }
+            Ok(())
+        }
+        .await;
+        match recorded {
+            Err(ref e) if tries < 8 && (unknown_table(e) || columns_of(client, "edge_schema").await?.is_empty()) => {
+                tries += 1;
+                tracing::debug!("edge_schema was gone for a moment (another server moving it off TinyLog); again");
+                tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether ClickHouse refused a query for naming a table that does not exist (its error code 60).
+fn unknown_table(failure: &Failure) -> bool {
+    matches!(failure, Failure::Internal(e) if format!("{e:#}").contains("Code: 60,"))
 }
 
 /// A number for a table name of this server's own (the clock's nanoseconds and the process id).
