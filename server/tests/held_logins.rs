@@ -62,9 +62,11 @@ async fn account_requests(app: &TestApp, session: &str, n: usize) -> (Vec<Durati
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_held_logins_leave_other_requests_unaffected() {
     use edge_server::throttle::{LoginKey, Outcome};
-    let app = Arc::new(TestApp::with(|s| s.login_slowdown = Duration::from_millis(300)).await);
+    // The pending attempt is held 32 s: long enough for 500 others to be decided and wait behind it, which on
+    // PostgreSQL in a debug build beside other tests took more than the 9.6 s of a 300 ms slow-down.
+    let app = Arc::new(TestApp::with(|s| s.login_slowdown = Duration::from_secs(1)).await);
     let session = app.login("globex", "gina", PASSWORD).await;
-    // alice from one address has failed nine times: the next attempt is slowed down (32 x 300 ms), and while it
+    // alice from one address has failed nine times: the next attempt is slowed down (32 x 1 s), and while it
     // is pending every further attempt from there waits for it (it could be the tenth failure).
     let key = LoginKey::new("acme", "alice", "203.0.113.7".parse().unwrap());
     for _ in 0..9 {
