@@ -9,10 +9,10 @@ use std::{
     process::{Child, Command, Stdio},
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     thread,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use serde_json::{Value, json};
@@ -110,9 +110,18 @@ fn traffic_hour() -> (String, String, String) {
 }
 
 /// One round: four writers, each a stream of one kind of write, until `stop`.
-fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBool>) -> Acknowledged {
+/// Acknowledgements so far of each of the four writers (users, configurations, list entries, ingestion).
+type Progress = Arc<[AtomicUsize; 4]>;
+
+fn write_until(
+    client: &Client,
+    round: usize,
+    list_id: &str,
+    stop: &Arc<AtomicBool>,
+    progress: &Progress,
+) -> Acknowledged {
     let users = {
-        let (client, stop) = (client.clone(), stop.clone());
+        let (client, stop, progress) = (client.clone(), stop.clone(), progress.clone());
         thread::spawn(move || {
             let mut acked = Vec::new();
             for i in 0.. {
@@ -123,13 +132,14 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                 let body = json!({"username": username, "password": PASSWORD, "full_name": "Durable", "email": format!("{username}@example.com"), "role": {"id": "viewer"}});
                 if client.request("POST", "/users").send_json(body).is_ok_and(|r| r.status() == 201) {
                     acked.push(username);
+                    progress[0].fetch_add(1, Ordering::Relaxed);
                 }
             }
             acked
         })
     };
     let configs = {
-        let (client, stop) = (client.clone(), stop.clone());
+        let (client, stop, progress) = (client.clone(), stop.clone(), progress.clone());
         thread::spawn(move || {
             let mut acked = Vec::new();
             let Ok(reply) = client.request("GET", "/properties/shop/config").call() else { return acked };
@@ -149,6 +159,7 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                     Ok(Ok(reply)) => {
                         let version = reply["version"].as_u64().expect("version");
                         acked.push((version, reply["etag"].as_str().unwrap_or_default().to_string()));
+                        progress[1].fetch_add(1, Ordering::Relaxed);
                         current = reply;
                     }
                     _ => break,
@@ -158,7 +169,7 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
         })
     };
     let entries = {
-        let (client, stop, list_id) = (client.clone(), stop.clone(), list_id.to_string());
+        let (client, stop, list_id, progress) = (client.clone(), stop.clone(), list_id.to_string(), progress.clone());
         thread::spawn(move || {
             let mut acked = Vec::new();
             for i in 0u32.. {
@@ -169,13 +180,14 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                 let path = format!("/config/networklists/{list_id}/entries");
                 if client.request("POST", &path).send_json(json!([{"entry": entry}])).is_ok_and(|r| r.status() == 200) {
                     acked.push(entry);
+                    progress[2].fetch_add(1, Ordering::Relaxed);
                 }
             }
             acked
         })
     };
     let ingest = {
-        let (client, stop) = (client.clone(), stop.clone());
+        let (client, stop, progress) = (client.clone(), stop.clone(), progress.clone());
         thread::spawn(move || {
             let (at, _, _) = traffic_hour();
             let (mut hits, mut security_events) = (0, 0);
@@ -225,6 +237,7 @@ fn write_until(client: &Client, round: usize, list_id: &str, stop: &Arc<AtomicBo
                 }
                 if post("securityevents", &events) {
                     security_events += 50;
+                    progress[3].fetch_add(1, Ordering::Relaxed);
                 }
             }
             (hits, security_events)
@@ -273,12 +286,19 @@ fn every_acknowledged_write_survives_sigkill() {
         let running = server.take().unwrap_or_else(|| Server::start(&data_dir));
         let client = Client::login(&running.base);
         let stop = Arc::new(AtomicBool::new(false));
+        let progress: Progress = Arc::default();
         let writers = {
-            let (client, stop, list_id) = (client.clone(), stop.clone(), list_id.clone());
-            thread::spawn(move || write_until(&client, round, &list_id, &stop))
+            let (client, stop, list_id, progress) = (client.clone(), stop.clone(), list_id.clone(), progress.clone());
+            thread::spawn(move || write_until(&client, round, &list_id, &stop, &progress))
         };
-        // Let the writes flow, then kill the server under them; the writers stop at the first refused call.
-        thread::sleep(Duration::from_millis(1500 + 500 * round as u64));
+        // Let the writes flow (each writer acknowledged a few times, more in each round, so that the kill
+        // comes at another point of their work), then kill the server under them; the writers stop at the
+        // first refused call.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while progress.iter().any(|n| n.load(Ordering::Relaxed) < 3 + 2 * round) {
+            assert!(Instant::now() < deadline, "round {round}: the writers were acknowledged: {progress:?}");
+            thread::sleep(Duration::from_millis(20));
+        }
         running.kill();
         stop.store(true, Ordering::Relaxed);
         let round_acked = writers.join().expect("writers");
