@@ -173,6 +173,28 @@ impl Browser {
         bail!("{css} shows {last:?}")
     }
 
+    /// Waits until an element's text satisfies `ok`, for as long as that text keeps changing: a long task that
+    /// reports its progress (say "6 of 10 call(s) answered") may take longer than [`WAIT`] on a loaded machine,
+    /// and fails only when it shows the same text for [`WAIT`] (or after ten times [`WAIT`] in all).
+    pub async fn wait_until_progressing(&self, css: &str, ok: impl Fn(&str) -> bool) -> Result<String> {
+        let give_up = Instant::now() + WAIT * 10;
+        let mut deadline = Instant::now() + WAIT;
+        let mut last = String::new();
+        while Instant::now() < deadline.min(give_up) {
+            if let Ok(el) = self.client.find(Locator::Css(css)).await {
+                let text = el.prop("textContent").await.ok().flatten().unwrap_or_default();
+                if ok(&text) {
+                    return Ok(text);
+                }
+                if text != last {
+                    (last, deadline) = (text, Instant::now() + WAIT);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("{css} shows {last:?}, unchanged for {WAIT:?} or waited {:?} in all", WAIT * 10)
+    }
+
     /// Waits until the console has no request in flight (`<html data-requests>`, which the console's API client
     /// keeps: sent and not yet read) on two looks two animation frames apart, so that whatever the answers
     /// started has run too: the reads a view made have all been answered and shown (or refused, or cancelled).

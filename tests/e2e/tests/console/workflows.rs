@@ -836,7 +836,7 @@ async fn large_file_into_a_list(h: &Harness) -> Result<()> {
     ensure!(h.count("textarea[name=entries]").await? == 0, "the file is not put into the text area");
     h.wait_until("#add-entries .report", |t| t.contains("50000 valid") && t.contains("sent in 10 calls")).await?;
     h.click("#add-entries .report button.primary").await?;
-    h.wait_until("#add-summary", |t| t.contains("Added 50000 entries")).await?;
+    h.wait_until_progressing("#add-summary", |t| t.contains("Added 50000 entries")).await?;
     ensure!(h.count("#add-entries li.call[data-status=ok]").await? == 10, "ten calls, each reported");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while h.count("#add-entries li.call .task-progress[data-status=COMPLETED]").await? < 10 {
